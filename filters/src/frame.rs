@@ -1,0 +1,256 @@
+//! Frames: one entry of a call path, and the interning table that gives them small ids.
+//!
+//! A frame carries everything any view needs (function, module with build-id, offset,
+//! source file and line, inline marker), so that the function, line and module
+//! granularities are projections of one sampled tree and never need a re-sample.
+
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// A binary image: its path as the target saw it and its GNU build-id (hex), if any.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Module {
+    pub path: String,
+    pub build_id: Option<String>,
+}
+
+impl Module {
+    /// The file name part of the path, which is what a label shows.
+    pub fn basename(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// A code location in a task's stack.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CodeFrame {
+    /// Demangled function name; `None` when no symbol covers the address.
+    pub function: Option<String>,
+    pub module: Option<Module>,
+    /// Offset of the (lookup) address from the module's load base.
+    pub offset: Option<u64>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// This frame is an inlined call inside the physical frame that follows it.
+    pub inlined: bool,
+}
+
+/// Frames that are not code: they stand for what strata could not sample, so that the
+/// ranks concerned stay visible in the tree instead of silently disappearing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Special {
+    /// The task exited before or during the sample.
+    TaskExited,
+    /// The stack walk failed at this point; frames above it are still shown.
+    UnwindError,
+    /// The daemon responsible for these ranks did not answer in time.
+    DaemonUnreachable,
+    /// A subtree was lost before its rank map arrived: its ranks cannot be named.
+    RanksUnknown,
+    /// strata could not attach (permission, already traced, ...); see the rank table.
+    NotAttached,
+    /// The stack was deeper than the frame limit; the innermost frames are missing.
+    Truncated,
+}
+
+impl Special {
+    pub const ALL: [Special; 6] = [
+        Special::TaskExited,
+        Special::UnwindError,
+        Special::DaemonUnreachable,
+        Special::RanksUnknown,
+        Special::NotAttached,
+        Special::Truncated,
+    ];
+
+    /// The label shown in every rendering, e.g. `[task exited]`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Special::TaskExited => "[task exited]",
+            Special::UnwindError => "[unwind error]",
+            Special::DaemonUnreachable => "[daemon unreachable]",
+            Special::RanksUnknown => "[ranks unknown]",
+            Special::NotAttached => "[not attached]",
+            Special::Truncated => "[truncated]",
+        }
+    }
+
+    /// Inverse of [`Special::label`].
+    pub fn from_label(label: &str) -> Option<Special> {
+        Special::ALL.into_iter().find(|s| s.label() == label)
+    }
+}
+
+/// One element of a call path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Frame {
+    Code(CodeFrame),
+    Special(Special),
+}
+
+impl Frame {
+    /// A code frame with only a function name (tests, synthetic traces).
+    pub fn function(name: &str) -> Frame {
+        Frame::Code(CodeFrame {
+            function: Some(name.to_string()),
+            ..CodeFrame::default()
+        })
+    }
+
+    /// The code part, if this is a code frame.
+    pub fn code(&self) -> Option<&CodeFrame> {
+        match self {
+            Frame::Code(c) => Some(c),
+            Frame::Special(_) => None,
+        }
+    }
+
+    /// The name a user reads: the function, else `module+0xoffset`, else `??`.
+    pub fn name(&self) -> String {
+        match self {
+            Frame::Special(s) => s.label().to_string(),
+            Frame::Code(c) => match (&c.function, &c.module, c.offset) {
+                (Some(f), _, _) => f.clone(),
+                (None, Some(m), Some(off)) => format!("{}+{:#x}", m.basename(), off),
+                (None, Some(m), None) => format!("{}+??", m.basename()),
+                (None, None, Some(off)) => format!("{off:#x}"),
+                (None, None, None) => "??".to_string(),
+            },
+        }
+    }
+
+    /// True for the first frame of an MPI call: `MPI_X`, `PMPI_X` and the Fortran bindings
+    /// `mpi_x_`, `pmpi_x_` (any case). Library internals (`MPIR_`, `ompi_`, `opal_`) are not
+    /// entries: they are what "cut below MPI" removes.
+    pub fn is_mpi_entry(&self) -> bool {
+        self.code()
+            .and_then(|c| c.function.as_deref())
+            .is_some_and(is_mpi_entry_name)
+    }
+}
+
+impl fmt::Display for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// See [`Frame::is_mpi_entry`].
+pub fn is_mpi_entry_name(name: &str) -> bool {
+    let lower = name.as_bytes();
+    let rest = if lower.len() > 4 && lower[..4].eq_ignore_ascii_case(b"mpi_") {
+        &lower[4..]
+    } else if lower.len() > 5 && lower[..5].eq_ignore_ascii_case(b"pmpi_") {
+        &lower[5..]
+    } else {
+        return false;
+    };
+    rest[0].is_ascii_alphabetic() && rest.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+}
+
+/// Index of a frame in a [`FrameTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// Interns frames: each distinct frame is stored once per tree and nodes refer to it by id,
+/// so a tree of thousands of nodes holds only as many strings as it has distinct frames.
+#[derive(Clone, Default)]
+pub struct FrameTable {
+    frames: Vec<Frame>,
+    ids: FxHashMap<Frame, FrameId>,
+}
+
+impl fmt::Debug for FrameTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.frames).finish()
+    }
+}
+
+impl FrameTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of `frame`, adding it if it is new.
+    pub fn intern(&mut self, frame: &Frame) -> FrameId {
+        if let Some(&id) = self.ids.get(frame) {
+            return id;
+        }
+        let id = FrameId(u32::try_from(self.frames.len()).expect("fewer than 2^32 frames"));
+        self.frames.push(frame.clone());
+        self.ids.insert(frame.clone(), id);
+        id
+    }
+
+    pub fn get(&self, id: FrameId) -> &Frame {
+        &self.frames[id.0 as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Frame> {
+        self.frames.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpi_entries_in_c_and_fortran() {
+        for yes in [
+            "MPI_Barrier",
+            "PMPI_Waitall",
+            "mpi_barrier_",
+            "pmpi_allreduce__",
+            "MPI_BARRIER",
+        ] {
+            assert!(is_mpi_entry_name(yes), "{yes}");
+        }
+        for no in [
+            "MPIR_Barrier_impl",
+            "ompi_barrier_f",
+            "opal_progress",
+            "MPI_",
+            "mpi",
+            "main",
+        ] {
+            assert!(!is_mpi_entry_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn names_fall_back_to_module_offset() {
+        let m = Module {
+            path: "/usr/lib/libfoo.so.1".into(),
+            build_id: None,
+        };
+        let f = Frame::Code(CodeFrame {
+            module: Some(m),
+            offset: Some(0x1234),
+            ..CodeFrame::default()
+        });
+        assert_eq!(f.name(), "libfoo.so.1+0x1234");
+        assert_eq!(Frame::Special(Special::TaskExited).name(), "[task exited]");
+        for s in Special::ALL {
+            assert_eq!(Special::from_label(s.label()), Some(s));
+        }
+    }
+
+    #[test]
+    fn interning_is_stable() {
+        let mut t = FrameTable::new();
+        let a = t.intern(&Frame::function("a"));
+        let b = t.intern(&Frame::function("b"));
+        assert_ne!(a, b);
+        assert_eq!(t.intern(&Frame::function("a")), a);
+        assert_eq!(t.len(), 2);
+    }
+}

@@ -1,0 +1,32 @@
+//! strata's trace model and merge filters: pure code, no I/O.
+//!
+//! * [`taskset`]: subtree-scoped task runs and rank-order bitmaps.
+//! * [`frame`]: frames and their interning table.
+//! * [`tree`]: the call-graph prefix tree (2D and 3D).
+//! * [`merge`]: the concatenating merge a commnode applies to its children.
+//! * [`remap`]: the one remap to MPI rank order at the root.
+//! * [`view`]: granularities and "cut below MPI", derived without re-sampling.
+//! * [`classes`]: equivalence classes.
+//! * [`wire`]: the tree's compact encoding for the tree network.
+//! * [`synth`]: synthetic hangs for tests and benchmarks.
+//!
+//! Design constraint: nothing here may cost time or space proportional to the whole job
+//! except [`remap`] and what runs after it at the root.
+
+pub mod classes;
+pub mod frame;
+pub mod merge;
+pub mod remap;
+pub mod synth;
+pub mod taskset;
+pub mod tree;
+pub mod view;
+pub mod wire;
+
+pub use classes::{EqClass, equivalence_classes};
+pub use frame::{CodeFrame, Frame, FrameId, FrameTable, Module, Special};
+pub use merge::{ConcatMerge, merge_concat};
+pub use remap::{IndexMap, RemapError, remap};
+pub use taskset::{RankSet, TaskRuns, TaskSet};
+pub use tree::{NodeId, PrefixTree};
+pub use view::{Granularity, ViewOptions, view};

@@ -1,0 +1,239 @@
+//! The tree's wire encoding (`strata_proto::Tree`) and its validating decoder.
+//!
+//! A daemon's encoded tree holds its own frames, nodes and subtree-local runs: its size
+//! depends on what its tasks are doing, never on how large the job is.
+
+use crate::frame::{CodeFrame, Frame, FrameId, Module, Special};
+use crate::taskset::TaskRuns;
+use crate::tree::{NodeId, PrefixTree};
+use strata_proto as pb;
+use strata_proto::Message;
+use thiserror::Error;
+
+/// A received tree that cannot be trusted.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum WireError {
+    #[error("tree message is not valid protobuf: {0}")]
+    Decode(String),
+    #[error("tree message has {0}, over the limit of {1}")]
+    TooLarge(String, usize),
+    #[error("node {node}: {problem}")]
+    BadNode { node: usize, problem: String },
+    #[error("frame {frame}: {problem}")]
+    BadFrame { frame: usize, problem: String },
+}
+
+/// Bounds on what a peer may send.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_nodes: usize,
+    pub max_frames: usize,
+    pub max_string: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_nodes: 50_000_000,
+            max_frames: 10_000_000,
+            max_string: 64 * 1024,
+        }
+    }
+}
+
+fn encode_runs(set: &TaskRuns) -> Vec<u32> {
+    let mut out = Vec::with_capacity(set.run_count() * 2);
+    let mut prev = 0;
+    for &(s, e) in set.as_runs() {
+        out.push(s - prev);
+        out.push(e - s);
+        prev = e;
+    }
+    out
+}
+
+fn decode_runs(v: &[u32], limit: u32) -> Result<TaskRuns, String> {
+    if v.len() % 2 != 0 {
+        return Err("odd number of run fields".into());
+    }
+    let mut runs = Vec::with_capacity(v.len() / 2);
+    let mut prev: u32 = 0;
+    for (i, pair) in v.chunks_exact(2).enumerate() {
+        let s = prev.checked_add(pair[0]).ok_or("run start overflows")?;
+        let e = s.checked_add(pair[1]).ok_or("run end overflows")?;
+        if i > 0 && pair[0] == 0 {
+            return Err("runs touch; they must be coalesced".into());
+        }
+        runs.push((s, e));
+        prev = e;
+    }
+    TaskRuns::from_checked_runs(runs, limit)
+}
+
+fn encode_frame(f: &Frame) -> pb::Frame {
+    match f {
+        Frame::Special(s) => pb::Frame {
+            special: special_to_pb(*s) as i32,
+            ..Default::default()
+        },
+        Frame::Code(c) => pb::Frame {
+            function: c.function.clone(),
+            module_path: c.module.as_ref().map(|m| m.path.clone()),
+            build_id: c.module.as_ref().and_then(|m| m.build_id.clone()),
+            offset: c.offset,
+            file: c.file.clone(),
+            line: c.line,
+            inlined: c.inlined,
+            special: 0,
+        },
+    }
+}
+
+fn special_to_pb(s: Special) -> pb::SpecialFrame {
+    match s {
+        Special::TaskExited => pb::SpecialFrame::TaskExited,
+        Special::UnwindError => pb::SpecialFrame::UnwindError,
+        Special::DaemonUnreachable => pb::SpecialFrame::DaemonUnreachable,
+        Special::RanksUnknown => pb::SpecialFrame::RanksUnknown,
+        Special::NotAttached => pb::SpecialFrame::NotAttached,
+        Special::Truncated => pb::SpecialFrame::Truncated,
+    }
+}
+
+fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
+    for s in [&f.function, &f.module_path, &f.build_id, &f.file]
+        .into_iter()
+        .flatten()
+    {
+        if s.len() > limits.max_string {
+            return Err(format!(
+                "a string of {} bytes exceeds {}",
+                s.len(),
+                limits.max_string
+            ));
+        }
+    }
+    let special = match pb::SpecialFrame::try_from(f.special) {
+        Ok(pb::SpecialFrame::NotSpecial) => None,
+        Ok(pb::SpecialFrame::TaskExited) => Some(Special::TaskExited),
+        Ok(pb::SpecialFrame::UnwindError) => Some(Special::UnwindError),
+        Ok(pb::SpecialFrame::DaemonUnreachable) => Some(Special::DaemonUnreachable),
+        Ok(pb::SpecialFrame::RanksUnknown) => Some(Special::RanksUnknown),
+        Ok(pb::SpecialFrame::NotAttached) => Some(Special::NotAttached),
+        Ok(pb::SpecialFrame::Truncated) => Some(Special::Truncated),
+        Err(_) => return Err(format!("unknown special frame kind {}", f.special)),
+    };
+    if let Some(s) = special {
+        return Ok(Frame::Special(s));
+    }
+    if f.build_id.is_some() && f.module_path.is_none() {
+        return Err("build-id without a module path".into());
+    }
+    Ok(Frame::Code(CodeFrame {
+        function: f.function,
+        module: f.module_path.map(|path| Module {
+            path,
+            build_id: f.build_id,
+        }),
+        offset: f.offset,
+        file: f.file,
+        line: f.line,
+        inlined: f.inlined,
+    }))
+}
+
+/// Encodes a subtree-scoped tree.
+pub fn encode(tree: &PrefixTree<TaskRuns>) -> pb::Tree {
+    let root = tree.node(NodeId::ROOT);
+    pb::Tree {
+        task_space: tree.task_space(),
+        thread_space: tree.thread_space(),
+        frames: tree.frames().iter().map(encode_frame).collect(),
+        nodes: tree
+            .nodes()
+            .iter()
+            .skip(1)
+            .map(|n| pb::Node {
+                parent: n.parent.expect("non-root").0,
+                frame: n.frame.expect("non-root").0,
+                tasks: encode_runs(&n.tasks),
+                threads: encode_runs(&n.threads),
+            })
+            .collect(),
+        root_tasks: encode_runs(&root.tasks),
+        root_threads: encode_runs(&root.threads),
+    }
+}
+
+/// Encodes to bytes.
+pub fn encode_to_vec(tree: &PrefixTree<TaskRuns>) -> Vec<u8> {
+    encode(tree).encode_to_vec()
+}
+
+/// Decodes and validates bytes from a peer.
+pub fn decode_bytes(bytes: &[u8], limits: &Limits) -> Result<PrefixTree<TaskRuns>, WireError> {
+    let msg = pb::Tree::decode(bytes).map_err(|e| WireError::Decode(e.to_string()))?;
+    decode(msg, limits)
+}
+
+/// Validates a decoded message and builds the tree: parents precede children, frame
+/// indices exist, sibling frames are distinct, sets are coalesced and inside the spaces,
+/// and each node's sets lie inside its parent's.
+pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, WireError> {
+    if msg.nodes.len() > limits.max_nodes {
+        return Err(WireError::TooLarge(
+            format!("{} nodes", msg.nodes.len()),
+            limits.max_nodes,
+        ));
+    }
+    if msg.frames.len() > limits.max_frames {
+        return Err(WireError::TooLarge(
+            format!("{} frames", msg.frames.len()),
+            limits.max_frames,
+        ));
+    }
+    let mut tree: PrefixTree<TaskRuns> = PrefixTree::new(msg.task_space, msg.thread_space);
+    let nframes = msg.frames.len();
+    for (i, f) in msg.frames.into_iter().enumerate() {
+        let frame =
+            decode_frame(f, limits).map_err(|problem| WireError::BadFrame { frame: i, problem })?;
+        if tree.intern(&frame) != FrameId(i as u32) {
+            return Err(WireError::BadFrame {
+                frame: i,
+                problem: "duplicate frame".into(),
+            });
+        }
+    }
+    let bad = |node: usize, problem: String| WireError::BadNode { node, problem };
+    {
+        let root = tree.node_mut(NodeId::ROOT);
+        root.tasks = decode_runs(&msg.root_tasks, msg.task_space).map_err(|p| bad(0, p))?;
+        root.threads = decode_runs(&msg.root_threads, msg.thread_space).map_err(|p| bad(0, p))?;
+    }
+    for (i, n) in msg.nodes.into_iter().enumerate() {
+        let id = i + 1;
+        if n.parent as usize >= id {
+            return Err(bad(id, format!("parent {} does not precede it", n.parent)));
+        }
+        if n.frame as usize >= nframes {
+            return Err(bad(id, format!("frame {} does not exist", n.frame)));
+        }
+        let (parent, frame) = (NodeId(n.parent), FrameId(n.frame));
+        if tree.child(parent, frame).is_some() {
+            return Err(bad(id, "a sibling has the same frame".into()));
+        }
+        let tasks = decode_runs(&n.tasks, msg.task_space).map_err(|p| bad(id, p))?;
+        let threads = decode_runs(&n.threads, msg.thread_space).map_err(|p| bad(id, p))?;
+        let p = tree.node(parent);
+        if !tasks.difference(&p.tasks).is_empty() || !threads.difference(&p.threads).is_empty() {
+            return Err(bad(id, "holds tasks its parent does not".into()));
+        }
+        let made = tree.child_or_insert(parent, frame);
+        let node = tree.node_mut(made);
+        node.tasks = tasks;
+        node.threads = threads;
+    }
+    Ok(tree)
+}
+
+use crate::taskset::TaskSet as _;
