@@ -128,6 +128,13 @@ impl<S: TaskSet> PrefixTree<S> {
         &mut self.nodes[id.index()]
     }
 
+    /// Mutable access to a node's task and thread sets, for loaders that rebuild a saved
+    /// tree node by node (the structure itself only grows through `child_or_insert`).
+    pub fn node_sets_mut(&mut self, id: NodeId) -> (&mut S, &mut S) {
+        let n = &mut self.nodes[id.index()];
+        (&mut n.tasks, &mut n.threads)
+    }
+
     /// All nodes, parents before children; index `i` is `NodeId(i)`.
     pub fn nodes(&self) -> &[Node<S>] {
         &self.nodes

@@ -1,1 +1,11 @@
-pub fn main_placeholder() {}
+//! The strata front end: the `strata` command, the result file and its renderings.
+//!
+//! Sampling and the tree network arrive in later issues; today the front end reads saved
+//! results (`strata view`) and renders them.
+
+pub mod cli;
+pub mod example;
+pub mod exit;
+pub mod output;
+pub mod render;
+pub mod result;

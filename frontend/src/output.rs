@@ -1,0 +1,66 @@
+//! The result directory: every rendering of one result, under stable file names
+//! (documented in `docs/FORMATS.md`).
+
+use crate::render::{dot, folded, text};
+use crate::result::{StrataResult, TreeKind};
+use std::io;
+use std::path::{Path, PathBuf};
+use strata_filters::{Granularity, ViewOptions};
+
+/// The whole result, JSON (the file other tools and later strata commands read).
+pub const JSON_FILE: &str = "result.json";
+/// The default view as terminal text, without colour or shortened rank lists.
+pub const TEXT_FILE: &str = "tree.txt";
+/// The 3D tree, default view, STAT-compatible DOT.
+pub const DOT_3D_FILE: &str = "tree-3d.dot";
+/// The 2D tree (last sample), default view, STAT-compatible DOT.
+pub const DOT_2D_FILE: &str = "tree-2d.dot";
+/// The 2D tree at function granularity, uncut, as folded stacks for flame graphs.
+pub const FOLDED_FILE: &str = "stacks.folded";
+
+/// `./strata-results/<job>-<UTC timestamp>/`, the default for `-o`.
+pub fn default_dir(result: &StrataResult) -> PathBuf {
+    let now = time::OffsetDateTime::now_utc();
+    let stamp = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    );
+    PathBuf::from("strata-results").join(format!("{}-{stamp}", result.file_stem()))
+}
+
+/// Writes every rendering into `dir` (created if needed); returns the paths written.
+pub fn write_all(result: &StrataResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let default = ViewOptions::default();
+    let flame = ViewOptions {
+        granularity: Granularity::Function,
+        cut_below_mpi: false,
+    };
+    let files: [(&str, String); 5] = [
+        (JSON_FILE, result.to_json()),
+        (
+            TEXT_FILE,
+            text::render(
+                result,
+                TreeKind::ThreeD,
+                default,
+                text::TextOptions::default(),
+            ),
+        ),
+        (DOT_3D_FILE, dot::render(result, TreeKind::ThreeD, default)),
+        (DOT_2D_FILE, dot::render(result, TreeKind::TwoD, default)),
+        (FOLDED_FILE, folded::render(result, TreeKind::TwoD, flame)),
+    ];
+    let mut written = Vec::new();
+    for (name, body) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, body)?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,107 @@
+//! Renderings of a result: terminal text, STAT-compatible DOT, folded stacks, JSON.
+
+pub mod dot;
+pub mod folded;
+pub mod text;
+
+use crate::result::{StrataResult, TreeKind};
+use std::str::FromStr;
+use strata_filters::{Frame, Granularity, ViewOptions};
+
+/// An output format of `strata view --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Dot,
+    Json,
+    Folded,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "text" => Ok(Format::Text),
+            "dot" => Ok(Format::Dot),
+            "json" => Ok(Format::Json),
+            "folded" => Ok(Format::Folded),
+            _ => Err(format!(
+                "unknown format '{s}' (expected text, dot, json or folded)"
+            )),
+        }
+    }
+}
+
+/// Renders `result` in `format`. JSON is always the whole result (all trees, finest
+/// granularity); the other formats draw tree `kind` in view `opts`.
+pub fn render(
+    result: &StrataResult,
+    format: Format,
+    kind: TreeKind,
+    opts: ViewOptions,
+    text_opts: text::TextOptions,
+) -> String {
+    match format {
+        Format::Text => text::render(result, kind, opts, text_opts),
+        Format::Dot => dot::render(result, kind, opts),
+        Format::Json => result.to_json(),
+        Format::Folded => folded::render(result, kind, opts),
+    }
+}
+
+/// What a frame looks like in a label of the given view. The frame is already projected
+/// to the view's granularity, so what it carries is what the view shows.
+pub fn frame_text(frame: &Frame) -> String {
+    let Some(c) = frame.code() else {
+        return frame.name();
+    };
+    let mut s = frame.name();
+    if c.function.is_some() {
+        if let (Some(file), Some(line)) = (&c.file, c.line) {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            s.push_str(&format!(" @ {base}:{line}"));
+        }
+    }
+    if c.inlined {
+        s.push_str(" [inlined]");
+    }
+    s
+}
+
+/// The one-line summary above a tree.
+pub fn header_line(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
+    let m = &result.meta;
+    let mut s = format!("job {} ({})", m.job.id, m.job.resource_manager);
+    if let Some(step) = &m.job.step {
+        s.push_str(&format!(" step {step}"));
+    }
+    s.push_str(&format!(
+        " · {} of {} ranks · {} sample{} @ {} ms{}",
+        result.sampled_ranks(),
+        m.job_size,
+        m.sampling.samples,
+        if m.sampling.samples == 1 { "" } else { "s" },
+        m.sampling.interval_ms,
+        if m.sampling.threads {
+            " · all threads"
+        } else {
+            ""
+        },
+    ));
+    s.push_str(&format!(
+        " · {} tree · {}{}",
+        kind.as_str().to_uppercase(),
+        opts.granularity,
+        if opts.cut_below_mpi {
+            " · cut below MPI"
+        } else {
+            ""
+        }
+    ));
+    s
+}
+
+/// The granularity names for help texts.
+pub fn granularity_names() -> String {
+    Granularity::ALL.map(|g| g.as_str()).join(", ")
+}

@@ -1,0 +1,188 @@
+//! The terminal tree: STAT-style edge labels (`254:[0,2-255]`), indentation that grows
+//! only where paths branch (a 20-frame chain stays readable), and the equivalence classes.
+
+use super::{frame_text, header_line};
+use crate::result::{StrataResult, TreeKind};
+use strata_filters::taskset::{TaskSet, format_set_shortened};
+use strata_filters::{
+    EqClass, NodeId, PrefixTree, RankSet, ViewOptions, equivalence_classes, view,
+};
+
+/// How to draw.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextOptions {
+    /// ANSI colours.
+    pub color: bool,
+    /// Terminal width; rank lists in labels are shortened to fit. `None` (a file or a
+    /// pipe) keeps them long.
+    pub width: Option<usize>,
+}
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// Label of an edge: `count:[ranks]`, plus the thread count when threads were sampled.
+pub fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
+    let n = tree.node(id);
+    let mut s = format!(
+        "{}:[{}]",
+        n.tasks.count(),
+        format_set_shortened(&n.tasks, max_list)
+    );
+    if tree.has_threads() {
+        s.push_str(&format!(" ({} thr)", n.threads.count()));
+    }
+    s
+}
+
+/// Renders the tree `kind` of `result` in view `opts` as terminal text.
+pub fn render(
+    result: &StrataResult,
+    kind: TreeKind,
+    opts: ViewOptions,
+    text: TextOptions,
+) -> String {
+    let tree = view(result.tree(kind), opts);
+    let style = Style { on: text.color };
+    let max_list = text.width.map_or(4000, |w| (w * 2 / 5).max(16));
+    let mut out = String::new();
+    out.push_str(&style.paint("1", &header_line(result, kind, opts)));
+    out.push('\n');
+    for m in &result.meta.missing {
+        out.push_str(&style.paint("33", &format!("missing ranks [{}]: {}", m.ranks, m.reason)));
+        out.push('\n');
+    }
+    let roots = &tree.node(NodeId::ROOT).children;
+    if roots.is_empty() {
+        out.push_str("(no stack traces)\n");
+        return out;
+    }
+    let mut w = Writer {
+        tree: &tree,
+        style: &style,
+        max_list,
+        out: &mut out,
+    };
+    w.children(NodeId::ROOT, "");
+    let classes = equivalence_classes(&tree);
+    out.push('\n');
+    out.push_str(&classes_text(&tree, &classes, &style, max_list));
+    out
+}
+
+struct Writer<'a> {
+    tree: &'a PrefixTree<RankSet>,
+    style: &'a Style,
+    max_list: usize,
+    out: &'a mut String,
+}
+
+impl Writer<'_> {
+    fn sorted_children(&self, id: NodeId) -> Vec<NodeId> {
+        let mut c = self.tree.node(id).children.clone();
+        // Rank order of the first member reads naturally and is stable across runs.
+        c.sort_by_key(|&n| {
+            (
+                self.tree.node(n).tasks.min(),
+                std::cmp::Reverse(self.tree.node(n).tasks.len()),
+            )
+        });
+        c
+    }
+
+    fn line(&mut self, prefix: &str, id: NodeId) {
+        let frame = self.tree.node_frame(id).expect("non-root");
+        let ends_here = !self.tree.tasks_ending_at(id).is_empty();
+        let label = self
+            .style
+            .paint("36", &edge_label(self.tree, id, self.max_list));
+        let mut name = frame_text(frame);
+        name = if frame.code().is_none() {
+            self.style.paint("1;31", &name)
+        } else if frame.is_mpi_entry() {
+            self.style.paint("33", &name)
+        } else if ends_here {
+            self.style.paint("1", &name)
+        } else {
+            name
+        };
+        self.out.push_str(&format!("{prefix}{label}  {name}\n"));
+    }
+
+    /// Prints `id` on a line starting with `first`, and what lies below it with `cont`.
+    fn node(&mut self, id: NodeId, first: &str, cont: &str) {
+        self.line(first, id);
+        self.children(id, cont);
+    }
+
+    fn children(&mut self, id: NodeId, cont: &str) {
+        let kids = self.sorted_children(id);
+        if kids.len() == 1 {
+            // A chain: same indentation, no connector.
+            self.node(kids[0], cont, cont);
+            return;
+        }
+        for (i, &k) in kids.iter().enumerate() {
+            let last = i + 1 == kids.len();
+            let first = format!("{cont}{}", if last { "└─ " } else { "├─ " });
+            let next = format!("{cont}{}", if last { "   " } else { "│  " });
+            self.node(k, &first, &next);
+        }
+    }
+}
+
+/// The class list: one line per class, its label and the tail of each leaf path.
+fn classes_text(
+    tree: &PrefixTree<RankSet>,
+    classes: &[EqClass<RankSet>],
+    style: &Style,
+    max_list: usize,
+) -> String {
+    let mut out = format!(
+        "{} equivalence class{} (smallest first):\n",
+        classes.len(),
+        if classes.len() == 1 { "" } else { "es" }
+    );
+    let labels: Vec<String> = classes
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:[{}]",
+                c.tasks.count(),
+                format_set_shortened(&c.tasks, max_list)
+            )
+        })
+        .collect();
+    let wide = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    for (c, label) in classes.iter().zip(&labels) {
+        let paths: Vec<String> = c.leaves.iter().map(|&l| path_tail(tree, l, 4)).collect();
+        let pad = " ".repeat(wide - label.chars().count());
+        out.push_str(&format!(
+            "  {}{pad}  {}\n",
+            style.paint("36", label),
+            paths.join("  |  ")
+        ));
+    }
+    out
+}
+
+fn path_tail(tree: &PrefixTree<RankSet>, leaf: NodeId, keep: usize) -> String {
+    let frames = tree.path_frames(leaf);
+    let skip = frames.len().saturating_sub(keep);
+    let mut parts: Vec<String> = frames[skip..].iter().map(frame_text).collect();
+    if skip > 0 {
+        parts.insert(0, "…".to_string());
+    }
+    parts.join(" > ")
+}

@@ -1,0 +1,488 @@
+//! The result of a strata run, and its JSON file (`result.json`, documented in
+//! `docs/FORMATS.md`).
+//!
+//! The file keeps the *sampled* trees (finest granularity, nothing cut), so every view can
+//! be derived from it later: `strata view`, the terminal UI and the temporal-order analysis
+//! read it back. Reading is strict: a file that is malformed, of another kind, or written by
+//! a newer format version is refused with one line naming the file and the problem.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use strata_filters::taskset::{format_set, parse_ranges, rankset_from_runs};
+use strata_filters::{
+    CodeFrame, EqClass, Frame, Module, NodeId, PrefixTree, RankSet, Special, TaskSet, ViewOptions,
+    equivalence_classes, view,
+};
+use thiserror::Error;
+
+/// The `format` field of every result file.
+pub const FORMAT_NAME: &str = "strata-result";
+/// The format version this strata writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Which of the two sampled trees.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TreeKind {
+    /// Trace/space: the last sample of every task.
+    TwoD,
+    /// Trace/space/time: all samples merged.
+    #[default]
+    ThreeD,
+}
+
+impl TreeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TreeKind::TwoD => "2d",
+            TreeKind::ThreeD => "3d",
+        }
+    }
+}
+
+/// The job a result describes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobInfo {
+    /// Job id (resource manager's), or a name for local runs.
+    pub id: String,
+    /// `slurm`, `local`, `pids`, ...
+    pub resource_manager: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher_pid: Option<u32>,
+}
+
+/// How the samples were taken.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingInfo {
+    pub samples: u32,
+    pub interval_ms: u64,
+    /// Every thread was sampled (else the main thread of each rank).
+    pub threads: bool,
+    /// RFC 3339 UTC times of the first and last sample.
+    pub started: String,
+    pub finished: String,
+}
+
+/// One rank of the job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankInfo {
+    pub rank: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<String>,
+    /// Process state letter from `/proc/PID/stat` (R, S, D, T, Z, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Why this rank could not be (fully) sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One sampled thread (only when threads were sampled): thread ids in the trees index this.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub id: u32,
+    pub rank: u32,
+    pub tid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Ranks absent from the trees, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingRanks {
+    /// Compact rank list, e.g. `4-7`.
+    pub ranks: String,
+    pub reason: String,
+}
+
+/// Everything about a run except the trees.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultMeta {
+    pub strata_version: String,
+    /// RFC 3339 UTC time the result was assembled.
+    pub created: String,
+    pub job: JobInfo,
+    pub sampling: SamplingInfo,
+    /// Number of ranks in the job (the rank space of the trees).
+    pub job_size: u32,
+    pub ranks: Vec<RankInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<MissingRanks>,
+}
+
+/// A complete result: metadata and the two rank-order trees.
+#[derive(Clone, Debug)]
+pub struct StrataResult {
+    pub meta: ResultMeta,
+    pub tree_2d: PrefixTree<RankSet>,
+    pub tree_3d: PrefixTree<RankSet>,
+}
+
+impl StrataResult {
+    pub fn tree(&self, kind: TreeKind) -> &PrefixTree<RankSet> {
+        match kind {
+            TreeKind::TwoD => &self.tree_2d,
+            TreeKind::ThreeD => &self.tree_3d,
+        }
+    }
+
+    /// Number of ranks that appear in the 3D tree (were sampled at least once).
+    pub fn sampled_ranks(&self) -> u64 {
+        self.tree_3d.node(NodeId::ROOT).tasks.count()
+    }
+
+    /// A short name for file and directory names: the job id made path-safe.
+    pub fn file_stem(&self) -> String {
+        self.meta
+            .job
+            .id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+}
+
+/// Why a result file could not be read. Displays as one line naming the file.
+#[derive(Debug, Error)]
+#[error("{path}: {problem}")]
+pub struct ResultFileError {
+    pub path: String,
+    pub problem: String,
+}
+
+// ----- the file format -----
+
+#[derive(Serialize, Deserialize)]
+struct FileHeader {
+    format: String,
+    format_version: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ResultFile {
+    format: String,
+    format_version: u32,
+    #[serde(flatten)]
+    meta: ResultMeta,
+    /// The view `classes` were computed in.
+    default_view: ViewFile,
+    classes: Vec<ClassFile>,
+    trees: TreesFile,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ViewFile {
+    tree: String,
+    granularity: String,
+    cut_below_mpi: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ClassFile {
+    ranks: String,
+    count: u64,
+    /// Each leaf path of the class, outermost frame first, as frame names.
+    paths: Vec<Vec<String>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TreesFile {
+    #[serde(rename = "2d")]
+    two_d: TreeFile,
+    #[serde(rename = "3d")]
+    three_d: TreeFile,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TreeFile {
+    thread_space: u32,
+    nodes: Vec<NodeFile>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct NodeFile {
+    id: u32,
+    parent: Option<u32>,
+    frame: Option<FrameFile>,
+    ranks: String,
+    count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threads: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tcount: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct FrameFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    special: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    function: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    module: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    build_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    inlined: bool,
+}
+
+fn frame_to_file(f: &Frame) -> FrameFile {
+    match f {
+        Frame::Special(s) => FrameFile {
+            special: Some(s.label().trim_matches(['[', ']']).to_string()),
+            ..Default::default()
+        },
+        Frame::Code(c) => FrameFile {
+            special: None,
+            function: c.function.clone(),
+            module: c.module.as_ref().map(|m| m.path.clone()),
+            build_id: c.module.as_ref().and_then(|m| m.build_id.clone()),
+            offset: c.offset,
+            file: c.file.clone(),
+            line: c.line,
+            inlined: c.inlined,
+        },
+    }
+}
+
+fn frame_from_file(f: FrameFile) -> Result<Frame, String> {
+    if let Some(s) = f.special {
+        return Special::from_label(&format!("[{s}]"))
+            .map(Frame::Special)
+            .ok_or_else(|| format!("unknown special frame '{s}'"));
+    }
+    if f.build_id.is_some() && f.module.is_none() {
+        return Err("frame has a build_id but no module".into());
+    }
+    Ok(Frame::Code(CodeFrame {
+        function: f.function,
+        module: f.module.map(|path| Module {
+            path,
+            build_id: f.build_id,
+        }),
+        offset: f.offset,
+        file: f.file,
+        line: f.line,
+        inlined: f.inlined,
+    }))
+}
+
+fn tree_to_file(tree: &PrefixTree<RankSet>) -> TreeFile {
+    let nodes = tree
+        .node_ids()
+        .map(|id| {
+            let n = tree.node(id);
+            NodeFile {
+                id: id.0,
+                parent: n.parent.map(|p| p.0),
+                frame: tree.node_frame(id).map(frame_to_file),
+                ranks: format_set(&n.tasks),
+                count: n.tasks.count(),
+                threads: tree.has_threads().then(|| format_set(&n.threads)),
+                tcount: tree.has_threads().then(|| n.threads.count()),
+            }
+        })
+        .collect();
+    TreeFile {
+        thread_space: tree.thread_space(),
+        nodes,
+    }
+}
+
+fn tree_from_file(t: TreeFile, job_size: u32, which: &str) -> Result<PrefixTree<RankSet>, String> {
+    let mut tree: PrefixTree<RankSet> = PrefixTree::new(job_size, t.thread_space);
+    let set = |text: &str, space: u32, id: u32, what: &str| -> Result<RankSet, String> {
+        let runs =
+            parse_ranges(text).map_err(|e| format!("{which} tree node {id}: {what}: {e}"))?;
+        if runs.last().is_some_and(|r| r.1 > space) {
+            return Err(format!(
+                "{which} tree node {id}: {what} '{text}' exceed the job's {space}"
+            ));
+        }
+        Ok(rankset_from_runs(&runs))
+    };
+    for (i, n) in t.nodes.into_iter().enumerate() {
+        let id = n.id;
+        if id as usize != i {
+            return Err(format!(
+                "{which} tree: node {i} has id {id}; nodes must be listed in id order"
+            ));
+        }
+        let ranks = set(&n.ranks, job_size, id, "ranks")?;
+        if ranks.len() != n.count {
+            return Err(format!(
+                "{which} tree node {id}: count {} but ranks '{}' hold {}",
+                n.count,
+                n.ranks,
+                ranks.len()
+            ));
+        }
+        let threads = match &n.threads {
+            Some(t) => set(t, tree.thread_space(), id, "threads")?,
+            None => RankSet::new(),
+        };
+        let node = match (i, n.parent, n.frame) {
+            (0, None, None) => NodeId::ROOT,
+            (0, _, _) => {
+                return Err(format!(
+                    "{which} tree: node 0 must be the root (no parent, no frame)"
+                ));
+            }
+            (_, Some(p), Some(f)) => {
+                if p >= id {
+                    return Err(format!(
+                        "{which} tree node {id}: parent {p} must come before it"
+                    ));
+                }
+                let frame =
+                    frame_from_file(f).map_err(|e| format!("{which} tree node {id}: {e}"))?;
+                let fid = tree.intern(&frame);
+                if tree.child(NodeId(p), fid).is_some() {
+                    return Err(format!(
+                        "{which} tree node {id}: a sibling has the same frame"
+                    ));
+                }
+                tree.child_or_insert(NodeId(p), fid)
+            }
+            _ => {
+                return Err(format!(
+                    "{which} tree node {id}: a non-root node needs a parent and a frame"
+                ));
+            }
+        };
+        let (r, t) = tree.node_sets_mut(node);
+        *r = ranks;
+        *t = threads;
+    }
+    Ok(tree)
+}
+
+fn view_file(opts: ViewOptions, kind: TreeKind) -> ViewFile {
+    ViewFile {
+        tree: kind.as_str().to_string(),
+        granularity: opts.granularity.as_str().to_string(),
+        cut_below_mpi: opts.cut_below_mpi,
+    }
+}
+
+/// Classes of a view, with the paths of their leaves as frame names.
+pub fn class_paths(tree: &PrefixTree<RankSet>, class: &EqClass<RankSet>) -> Vec<Vec<String>> {
+    class
+        .leaves
+        .iter()
+        .map(|&l| tree.path_frames(l).iter().map(Frame::name).collect())
+        .collect()
+}
+
+impl StrataResult {
+    /// The result as pretty JSON.
+    pub fn to_json(&self) -> String {
+        let opts = ViewOptions::default();
+        let v = view(&self.tree_3d, opts);
+        let classes = equivalence_classes(&v)
+            .iter()
+            .map(|c| ClassFile {
+                ranks: format_set(&c.tasks),
+                count: c.tasks.count(),
+                paths: class_paths(&v, c),
+            })
+            .collect();
+        let file = ResultFile {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            meta: self.meta.clone(),
+            default_view: view_file(opts, TreeKind::ThreeD),
+            classes,
+            trees: TreesFile {
+                two_d: tree_to_file(&self.tree_2d),
+                three_d: tree_to_file(&self.tree_3d),
+            },
+        };
+        let mut s = serde_json::to_string_pretty(&file).expect("result serializes");
+        s.push('\n');
+        s
+    }
+
+    /// Parses a result file's text; `path` names it in errors.
+    pub fn from_json(text: &str, path: &str) -> Result<StrataResult, ResultFileError> {
+        let err = |problem: String| ResultFileError {
+            path: path.to_string(),
+            problem,
+        };
+        let header: FileHeader = serde_json::from_str(text).map_err(|e| {
+            err(match e.classify() {
+                serde_json::error::Category::Eof => {
+                    format!("the file ends early ({e}): was it truncated while being written?")
+                }
+                serde_json::error::Category::Syntax => format!("not valid JSON ({e})"),
+                _ => format!("not a strata result file ({e})"),
+            })
+        })?;
+        if header.format != FORMAT_NAME {
+            return Err(err(format!(
+                "format is '{}', expected '{FORMAT_NAME}'",
+                header.format
+            )));
+        }
+        if header.format_version > FORMAT_VERSION {
+            return Err(err(format!(
+                "written in result format version {}, but this strata ({}) reads up to version {FORMAT_VERSION}: upgrade strata",
+                header.format_version,
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        if header.format_version == 0 {
+            return Err(err("format_version 0 does not exist".to_string()));
+        }
+        let file: ResultFile =
+            serde_json::from_str(text).map_err(|e| err(format!("malformed result: {e}")))?;
+        let size = file.meta.job_size;
+        let tree_2d = tree_from_file(file.trees.two_d, size, "2d").map_err(err)?;
+        let tree_3d = tree_from_file(file.trees.three_d, size, "3d").map_err(err)?;
+        Ok(StrataResult {
+            meta: file.meta,
+            tree_2d,
+            tree_3d,
+        })
+    }
+
+    /// Reads a result file.
+    pub fn read(path: &Path) -> Result<StrataResult, ResultFileError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ResultFileError {
+            path: name.clone(),
+            problem: format!("cannot read: {e}"),
+        })?;
+        Self::from_json(&text, &name)
+    }
+}
+
+/// Now as an RFC 3339 UTC timestamp (second precision).
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("0 is valid");
+    now.format(&time::format_description::well_known::Rfc3339)
+        .expect("formats")
+}

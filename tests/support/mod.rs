@@ -1,0 +1,41 @@
+//! Support for strata's end-to-end tests: run the `strata` binary like a user would.
+//!
+//! The end-to-end tests live in the top-level `tests/` folder and are declared as test
+//! targets of the `strata-frontend` package (see its Cargo.toml), so cargo always builds a
+//! fresh `strata` binary for them and hands its path over in `CARGO_BIN_EXE_strata`.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The `strata` binary of this build.
+pub fn strata_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_strata"))
+}
+
+/// Runs `strata ARGS...` to completion, colours off.
+pub fn strata(args: &[&str]) -> Output {
+    Command::new(strata_bin())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("strata runs")
+}
+
+/// The repository root (for bundled files such as docs/examples).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Exit code, stdout and stderr of a finished command.
+pub fn parts(out: &Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,168 @@
+//! `strata view` as a user runs it: on the bundled example, in every format, and on bad
+//! input (each must give one line naming the file and the problem, exit code 2, no panic).
+
+use std::fs;
+mod support;
+
+use support::{parts, repo_root, strata};
+
+fn example() -> String {
+    repo_root()
+        .join("docs/examples/ring-8.json")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn view_prints_the_three_ring_classes() {
+    let (code, out, err) = parts(&strata(&["view", &example()]));
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("3 equivalence classes"), "{out}");
+    for label in ["1:[1]", "1:[2]", "6:[0,3-7]", "8:[0-7]"] {
+        assert!(out.contains(label), "missing {label} in\n{out}");
+    }
+    assert!(out.contains("PMPI_Barrier") && out.contains("PMPI_Waitall") && out.contains("sleep"));
+    // Cut below MPI by default: no progress-engine frames.
+    assert!(!out.contains("opal_progress"), "{out}");
+    assert!(!out.contains('\x1b'), "NO_COLOR must turn colours off");
+}
+
+#[test]
+fn view_switches_granularity_and_cut_without_resampling() {
+    let (code, out, _) = parts(&strata(&["view", &example(), "-g", "line", "--no-cut"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("main @ ring.c:38"), "{out}");
+    assert!(out.contains("opal_progress"), "{out}");
+    let (code, out, _) = parts(&strata(&[
+        "view",
+        &example(),
+        "-g",
+        "module",
+        "--tree",
+        "2d",
+    ]));
+    assert_eq!(code, 0);
+    assert!(out.contains("libmpi.so.40.30.5+0x7c1e9"), "{out}");
+    assert!(out.contains("2D tree"), "{out}");
+}
+
+#[test]
+fn view_formats_parse() {
+    let (code, out, _) = parts(&strata(&["view", &example(), "--format", "json"]));
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(v["format"], "strata-result");
+    assert_eq!(v["classes"].as_array().unwrap().len(), 3);
+    let (code, out, _) = parts(&strata(&["view", &example(), "--format", "dot"]));
+    assert_eq!(code, 0);
+    assert!(out.starts_with("digraph G {") && out.trim_end().ends_with('}'));
+    assert!(out.contains("bv=\"[0,3-7]\""), "{out}");
+    let (code, out, _) = parts(&strata(&["view", &example(), "--format", "folded"]));
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l.ends_with("PMPI_Barrier 6")), "{out}");
+}
+
+#[test]
+fn view_writes_all_result_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let (code, _, err) = parts(&strata(&[
+        "view",
+        &example(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 0, "{err}");
+    for f in [
+        "result.json",
+        "tree.txt",
+        "tree-3d.dot",
+        "tree-2d.dot",
+        "stacks.folded",
+    ] {
+        let p = out_dir.join(f);
+        assert!(
+            p.metadata().map(|m| m.len() > 0).unwrap_or(false),
+            "{f} missing or empty"
+        );
+    }
+    // The written result reads back.
+    let (code, out, _) = parts(&strata(&[
+        "view",
+        out_dir.join("result.json").to_str().unwrap(),
+    ]));
+    assert_eq!(code, 0);
+    assert!(out.contains("6:[0,3-7]"));
+}
+
+/// Runs `strata view` on `content` and returns (code, stderr).
+fn view_bad(content: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.json");
+    fs::write(&p, content).unwrap();
+    let (code, _, err) = parts(&strata(&["view", p.to_str().unwrap()]));
+    (code, err, p.display().to_string())
+}
+
+fn assert_one_line_error(code: i32, err: &str, path: &str, needle: &str) {
+    assert_eq!(code, 2, "exit code for bad input; stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(path), "names the file: {err}");
+    assert!(err.contains(needle), "says '{needle}': {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_files_give_one_line_and_exit_2() {
+    let good = fs::read_to_string(example()).unwrap();
+    let (c, e, p) = view_bad("{ not json");
+    assert_one_line_error(c, &e, &p, "not valid JSON");
+    let (c, e, p) = view_bad("{\"hello\": 1}");
+    assert_one_line_error(c, &e, &p, "not a strata result file");
+    let (c, e, p) = view_bad(&good[..good.len() / 2]);
+    assert_one_line_error(c, &e, &p, "truncated");
+    let (c, e, p) = view_bad(&good.replacen("\"format_version\": 1", "\"format_version\": 7", 1));
+    assert_one_line_error(c, &e, &p, "upgrade strata");
+    let (c, e, p) = view_bad(&good.replacen("\"strata-result\"", "\"something-else\"", 1));
+    assert_one_line_error(c, &e, &p, "something-else");
+    let (c, e, p) = view_bad(&good.replacen("\"ranks\": \"0-7\"", "\"ranks\": \"0-99\"", 1));
+    assert_one_line_error(c, &e, &p, "exceed");
+    let (c, e, p) = view_bad(&good.replacen("\"ranks\": \"0-7\"", "\"ranks\": \"zero\"", 1));
+    assert_one_line_error(c, &e, &p, "not a rank number");
+    let (c, e, p) = view_bad(&good.replacen("\"parent\": 0", "\"parent\": 5", 1));
+    assert_one_line_error(c, &e, &p, "parent");
+    let missing = "/nonexistent/strata/result.json";
+    let (code, _, err) = parts(&strata(&["view", missing]));
+    assert_one_line_error(code, &err, missing, "cannot read");
+}
+
+#[test]
+fn bad_usage_exits_2_and_help_lists_exit_codes() {
+    let (code, _, err) = parts(&strata(&["view", &example(), "--granularity", "bogus"]));
+    assert_eq!(code, 2, "{err}");
+    let (code, out, _) = parts(&strata(&["--help"]));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Exit codes:") && out.contains("4  partial result"),
+        "{out}"
+    );
+}
+
+#[test]
+fn partial_results_exit_4_and_name_the_missing_ranks() {
+    let good = fs::read_to_string(example()).unwrap();
+    let partial = good.replacen(
+        "\"job_size\": 8,",
+        "\"job_size\": 8,\n  \"missing\": [{\"ranks\": \"4-7\", \"reason\": \"daemon on node2 unreachable\"}],",
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("partial.json");
+    fs::write(&p, partial).unwrap();
+    let (code, out, err) = parts(&strata(&["view", p.to_str().unwrap()]));
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        out.contains("missing ranks [4-7]: daemon on node2 unreachable"),
+        "{out}"
+    );
+}
