@@ -127,10 +127,8 @@ impl TaskRuns {
             if e > limit {
                 return Err(format!("run {s}-{e} exceeds the index space of {limit}"));
             }
-            if let Some(p) = prev_end {
-                if s <= p {
-                    return Err(format!("run {s}-{e} overlaps or touches the previous run"));
-                }
+            if prev_end.is_some_and(|p| s <= p) {
+                return Err(format!("run {s}-{e} overlaps or touches the previous run"));
             }
             prev_end = Some(e);
         }

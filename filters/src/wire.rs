@@ -53,7 +53,7 @@ fn encode_runs(set: &TaskRuns) -> Vec<u32> {
 }
 
 fn decode_runs(v: &[u32], limit: u32) -> Result<TaskRuns, String> {
-    if v.len() % 2 != 0 {
+    if !v.len().is_multiple_of(2) {
         return Err("odd number of run fields".into());
     }
     let mut runs = Vec::with_capacity(v.len() / 2);

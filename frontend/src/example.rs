@@ -124,7 +124,7 @@ fn trace(rank: u32, s: u32) -> Vec<Frame> {
                 "runtime/opal_progress.c",
                 245,
             ));
-            if s % 2 == 0 {
+            if s.is_multiple_of(2) {
                 t.push(innermost);
             }
         }

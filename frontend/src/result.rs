@@ -196,6 +196,8 @@ struct ViewFile {
 struct ClassFile {
     ranks: String,
     count: u64,
+    /// The lowest rank of the class: the one to hand to a debugger.
+    representative: u32,
     /// Each leaf path of the class, outermost frame first, as frame names.
     paths: Vec<Vec<String>>,
 }
@@ -405,6 +407,7 @@ impl StrataResult {
             .map(|c| ClassFile {
                 ranks: format_set(&c.tasks),
                 count: c.tasks.count(),
+                representative: c.tasks.min().expect("classes are not empty"),
                 paths: class_paths(&v, c),
             })
             .collect();

@@ -56,11 +56,9 @@ pub fn frame_text(frame: &Frame) -> String {
         return frame.name();
     };
     let mut s = frame.name();
-    if c.function.is_some() {
-        if let (Some(file), Some(line)) = (&c.file, c.line) {
-            let base = file.rsplit('/').next().unwrap_or(file);
-            s.push_str(&format!(" @ {base}:{line}"));
-        }
+    if let (Some(_), Some(file), Some(line)) = (&c.function, &c.file, c.line) {
+        let base = file.rsplit('/').next().unwrap_or(file);
+        s.push_str(&format!(" @ {base}:{line}"));
     }
     if c.inlined {
         s.push_str(" [inlined]");

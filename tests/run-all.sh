@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole strata test suite, from a fresh Debian 12 machine with a Rust toolchain:
+# installs the system packages the tests need, then builds and runs everything.
+# Usage: bash tests/run-all.sh        (CI calls it through .ci/run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n==> %s\n' "$*"; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "tests/run-all.sh: cargo not found: install Rust 1.90 or newer (https://rustup.rs), then rerun" >&2
+    exit 2
+fi
+
+# System packages the tests use. graphviz: the DOT test runs `dot -Tsvg` on a 1M-task tree.
+PACKAGES=(graphviz)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    say "installing ${missing[*]}"
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 2; }
+        SUDO=sudo
+    fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+say "format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+say "build"
+cargo build --workspace --all-targets --locked
+
+say "tests"
+# CI=true keeps insta from writing new snapshots: a changed rendering fails the run.
+cargo test --workspace --locked
