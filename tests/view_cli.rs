@@ -55,7 +55,10 @@ fn view_formats_parse() {
     assert_eq!(v["classes"].as_array().unwrap().len(), 3);
     let (code, out, _) = parts(&strata(&["view", &example(), "--format", "dot"]));
     assert_eq!(code, 0);
-    assert!(out.starts_with("digraph G {") && out.trim_end().ends_with('}'));
+    assert!(
+        out.lines().nth(1) == Some("digraph G {") && out.trim_end().ends_with('}'),
+        "{out}"
+    );
     assert!(out.contains("bv=\"[0,3-7]\""), "{out}");
     let (code, out, _) = parts(&strata(&["view", &example(), "--format", "folded"]));
     assert_eq!(code, 0);

@@ -231,6 +231,70 @@ fn special_frames_and_missing_ranks() {
     assert_eq!(back.tree_3d.canonical(), r.tree_3d.canonical());
 }
 
+/// Every node and edge line carries the attributes STAT's viewer indexes, in STAT's order.
+#[test]
+fn dot_has_stats_attributes() {
+    for r in [ring_result(), troubled_result()] {
+        for opts in [
+            ViewOptions::default(),
+            ViewOptions {
+                granularity: Granularity::Module,
+                cut_below_mpi: false,
+            },
+        ] {
+            let d = dot::render(&r, TreeKind::ThreeD, opts);
+            let mut nodes = 0;
+            let mut edges = 0;
+            for line in d.lines().map(str::trim) {
+                let Some(first) = line.split_whitespace().next() else {
+                    continue;
+                };
+                if !first.chars().all(|c| c.is_ascii_digit()) {
+                    continue;
+                }
+                let keys: Vec<&str> = line
+                    .split(", ")
+                    .filter_map(|kv| {
+                        kv.split_once('=')
+                            .map(|(k, _)| k.rsplit(['[', ' ']).next().unwrap())
+                    })
+                    .collect();
+                let want: &[&str] = if line.contains("->") {
+                    edges += 1;
+                    &[
+                        "label", "bv", "count", "rep", "sum", "tbv", "tcount", "tbvsum",
+                    ]
+                } else {
+                    nodes += 1;
+                    if first == "0" {
+                        assert!(
+                            line.contains("label=\"/\"") && line.contains("function=\"/\""),
+                            "{line}"
+                        );
+                    }
+                    &[
+                        "label",
+                        "fillcolor",
+                        "fontcolor",
+                        "function",
+                        "source",
+                        "line",
+                        "module",
+                        "offset",
+                        "vars",
+                        "pc",
+                    ]
+                };
+                assert_eq!(&keys[..want.len()], want, "{line}");
+            }
+            assert!(
+                nodes > 3 && edges == nodes - 1,
+                "{nodes} nodes, {edges} edges"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
 

@@ -1,25 +1,26 @@
 //! STAT-compatible DOT.
 //!
-//! Two readers matter. STAT's viewer reads its own attributes: per node `function`,
-//! `source`, `line`, `module`, `offset` (and the `label`), per edge `bv` (the full rank
-//! list), `count`, and with threads `tbv`/`tcount`. Plain Graphviz (`dot -Tsvg`) draws only
-//! `label`s, so every label is filled in (STAT's files have empty ones outside its viewer,
-//! LLNL/STAT#39).
+//! Two readers matter. STAT's viewer (STATview) reads the attributes STAT's graphlib
+//! writes: root node `0`; per node `function`, `source`, `line`, `module`, `offset`, `vars`,
+//! `pc` (every one present, `"(null)"` when unknown, because the viewer indexes them); per
+//! edge `bv` (the rank list `[0,2-255]`), `count`, `rep`, `sum`, `tbv`, `tcount`, `tbvsum`.
+//! It builds its own labels from those. Plain Graphviz (`dot -Tsvg`) draws only `label`s,
+//! so strata fills every label in (STAT's own files have empty node labels, which is why they
+//! look blank outside its viewer, LLNL/STAT#39).
 //!
 //! Graphviz rejects a quoted string longer than 16,384 characters (LLNL/STAT#17 is what
-//! happens with long rank lists): labels are shortened, and a long `bv` is written as
+//! happens with long rank lists): labels are shortened, and a longer `bv` is written as
 //! `"..." + "..."` chunks, which the DOT grammar joins back into one string.
 
 use super::frame_text;
-use crate::render::text::edge_label;
 use crate::result::{StrataResult, TreeKind};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
-use strata_filters::taskset::format_set;
+use strata_filters::taskset::{format_set, format_set_shortened};
 use strata_filters::{TaskSet, ViewOptions, view};
 
 /// Longest quoted string we write in one piece; Graphviz's limit is 16,384.
-pub const MAX_QUOTED: usize = 8_000;
+pub const MAX_QUOTED: usize = 16_000;
 /// Longest rank list shown in an edge label (the full list is in `bv`).
 const LABEL_LIST: usize = 60;
 
@@ -70,73 +71,127 @@ pub fn quoted_chunks(s: &str) -> String {
         .join(" + ")
 }
 
+/// STAT's placeholder for an attribute without a value; its viewer compares against it.
+const NULL: &str = "\"(null)\"";
+
 /// Renders tree `kind` of `result` in view `opts` as DOT.
 pub fn render(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
     let tree = view(result.tree(kind), opts);
     let mut out = String::new();
-    out.push_str("digraph G {\n");
     let _ = writeln!(
         out,
-        "\tgraph [label={}, labelloc=t, fontname=\"Helvetica\"];",
+        "// strata {} (STAT-compatible call-graph prefix tree)",
+        env!("CARGO_PKG_VERSION")
+    );
+    out.push_str("digraph G {\n");
+    // STAT's viewer reads `type` (it refuses only "dysect"); `label` titles plain renderings.
+    let _ = writeln!(
+        out,
+        "\tgraph [type=\"stat_4_0\", label={}, labelloc=t, fontname=\"Helvetica\"];",
         quoted_chunks(&super::header_line(result, kind, opts))
     );
     out.push_str(
-        "\tnode [shape=box, style=filled, fontname=\"Helvetica\", fillcolor=\"#ffffff\"];\n",
+        "\tnode [shape=box, style=filled, labeljust=c, height=0.2, fontname=\"Helvetica\"];\n",
     );
     out.push_str("\tedge [fontname=\"Helvetica\"];\n");
     let mut colours: FxHashMap<Vec<(u32, u32)>, &str> = FxHashMap::default();
     for id in tree.node_ids() {
         let n = tree.node(id);
-        let mut attrs: Vec<(&str, String)> = Vec::new();
-        match tree.node_frame(id) {
-            None => {
-                attrs.push(("label", quoted_chunks("/")));
-                attrs.push(("function", quoted_chunks("/")));
-            }
+        let quoted = |v: Option<String>| v.map_or(NULL.to_string(), |v| quoted_chunks(&v));
+        let (label, code, fill) = match tree.node_frame(id) {
+            // STAT's viewer finds the root by its id, 0, and draws it grey.
+            None => ("/".to_string(), None, "#DDDDDD"),
             Some(frame) => {
-                attrs.push(("label", quoted_chunks(&frame_text(frame))));
-                attrs.push(("function", quoted_chunks(&frame.name())));
-                if let Some(c) = frame.code() {
-                    if let Some(file) = &c.file {
-                        attrs.push(("source", quoted_chunks(file)));
-                    }
-                    if let Some(line) = c.line {
-                        attrs.push(("line", format!("\"{line}\"")));
-                    }
-                    if let Some(m) = &c.module {
-                        attrs.push(("module", quoted_chunks(&m.path)));
-                        if let Some(b) = &m.build_id {
-                            attrs.push(("build_id", quoted_chunks(b)));
-                        }
-                    }
-                    if let Some(off) = c.offset {
-                        attrs.push(("offset", format!("\"{off:#x}\"")));
-                    }
-                    if c.inlined {
-                        attrs.push(("inlined", "\"true\"".to_string()));
-                    }
-                }
                 let next = PALETTE[colours.len() % PALETTE.len()];
                 let fill = *colours.entry(n.tasks.runs()).or_insert(next);
-                attrs.push(("fillcolor", format!("\"{fill}\"")));
+                (frame_text(frame), Some(frame), fill)
             }
+        };
+        let c = code.and_then(|f| f.code());
+        // The seven node attributes STAT writes, in its order, "(null)" when unknown:
+        // parts of its viewer index every one of them.
+        let mut attrs: Vec<(&str, String)> = vec![
+            ("label", quoted_chunks(&label)),
+            ("fillcolor", format!("\"{fill}\"")),
+            ("fontcolor", "\"#000000\"".to_string()),
+            (
+                "function",
+                quoted(Some(code.map_or("/".to_string(), |f| f.name()))),
+            ),
+            ("source", quoted(c.and_then(|c| c.file.clone()))),
+            (
+                "line",
+                quoted(c.and_then(|c| c.line).map(|l| l.to_string())),
+            ),
+            // STAT's viewer labels a node `module+offset` whenever `module` is set and
+            // `source` is not, so like STAT, `module` goes with `offset` (module view) only.
+            (
+                "module",
+                quoted(
+                    c.filter(|c| c.offset.is_some())
+                        .and_then(|c| c.module.as_ref())
+                        .map(|m| m.path.clone()),
+                ),
+            ),
+            (
+                "offset",
+                quoted(
+                    c.and_then(|c| c.module.as_ref().and(c.offset))
+                        .map(|o| format!("+{o:#x}")),
+                ),
+            ),
+            ("vars", NULL.to_string()),
+            ("pc", NULL.to_string()),
+        ];
+        if let Some(b) = c
+            .and_then(|c| c.module.as_ref())
+            .and_then(|m| m.build_id.clone())
+        {
+            attrs.push(("build_id", quoted_chunks(&b)));
+        }
+        if c.is_some_and(|c| c.inlined) {
+            attrs.push(("inlined", "\"true\"".to_string()));
         }
         let _ = writeln!(out, "\t{} [{}];", id.0, join_attrs(&attrs));
     }
     for id in tree.node_ids().skip(1) {
         let n = tree.node(id);
         let parent = n.parent.expect("non-root");
+        let count = n.tasks.len();
+        let list = format_set_shortened(&n.tasks, LABEL_LIST);
+        // STAT's viewer labels thread-sampled edges `ranks(threads):[...]`; no spaces, as
+        // its older versions split edge lines on whitespace.
+        let label = if tree.has_threads() {
+            format!("{count}({}):[{list}]", n.threads.len())
+        } else {
+            format!("{count}:[{list}]")
+        };
+        let rep = n
+            .tasks
+            .min()
+            .map_or(NULL.to_string(), |r| format!("\"{r}\""));
+        // STAT's seven edge attributes, in its order. Like STAT, `tbv` carries the number
+        // of threads; strata adds the thread ids in `threads`.
         let mut attrs: Vec<(&str, String)> = vec![
-            ("label", quoted_chunks(&edge_label(&tree, id, LABEL_LIST))),
+            ("label", quoted_chunks(&label)),
             ("bv", quoted_chunks(&format!("[{}]", format_set(&n.tasks)))),
-            ("count", format!("\"{}\"", n.tasks.len())),
+            ("count", format!("\"{count}\"")),
+            ("rep", rep),
+            ("sum", format!("\"{count}\"")),
         ];
         if tree.has_threads() {
+            let t = n.threads.len();
+            attrs.push(("tbv", format!("\"{t}\"")));
+            attrs.push(("tcount", format!("\"{t}\"")));
+            attrs.push(("tbvsum", format!("\"{t}\"")));
             attrs.push((
-                "tbv",
+                "threads",
                 quoted_chunks(&format!("[{}]", format_set(&n.threads))),
             ));
-            attrs.push(("tcount", format!("\"{}\"", n.threads.len())));
+        } else {
+            for k in ["tbv", "tcount", "tbvsum"] {
+                attrs.push((k, NULL.to_string()));
+            }
         }
         let _ = writeln!(out, "\t{} -> {} [{}];", parent.0, id.0, join_attrs(&attrs));
     }
