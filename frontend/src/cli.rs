@@ -103,6 +103,10 @@ pub struct ViewArgs {
     /// stacks.folded) into this directory.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// On a terminal, print every branch and every class (by default a node shows its 16
+    /// largest branches and the class list its 10 smallest and 10 largest classes).
+    #[arg(long)]
+    pub all: bool,
     /// Colour in text output (NO_COLOR in the environment also turns it off).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorArg,
@@ -143,8 +147,15 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
         ColorArg::Never => false,
         ColorArg::Auto => tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
-    let width = if tty { terminal_width() } else { None };
-    let body = render::render(&result, format, kind, opts, TextOptions { color, width });
+    let text_opts = if tty && !args.all {
+        TextOptions::terminal(color, terminal_width())
+    } else {
+        TextOptions {
+            color,
+            ..TextOptions::default()
+        }
+    };
+    let body = render::render(&result, format, kind, opts, text_opts);
     let mut out = stdout.lock();
     if let Err(e) = out.write_all(body.as_bytes()).and_then(|_| out.flush()) {
         // A closed pipe (`strata view r.json | head`) is the reader's choice, not an error.

@@ -125,10 +125,7 @@ fn troubled_result() -> StrataResult {
 }
 
 fn plain() -> text::TextOptions {
-    text::TextOptions {
-        color: false,
-        width: None,
-    }
+    text::TextOptions::default()
 }
 
 #[test]
@@ -153,6 +150,7 @@ fn ring_text() {
         text::TextOptions {
             color: true,
             width: Some(80),
+            ..Default::default()
         },
     );
     insta::assert_snapshot!("ring_text_colour", coloured.replace('\x1b', "<ESC>"));
@@ -199,7 +197,7 @@ fn threads_noise_and_narrow_terminals() {
     let many = synth_result(SynthParams {
         daemons: 16,
         tasks_per_daemon: 16,
-        noise: 0.05,
+        noise: 0.15,
         placement: Placement::Cyclic,
         ..SynthParams::default()
     });
@@ -207,10 +205,7 @@ fn threads_noise_and_narrow_terminals() {
         &many,
         TreeKind::ThreeD,
         ViewOptions::default(),
-        text::TextOptions {
-            color: false,
-            width: Some(60),
-        },
+        text::TextOptions::terminal(false, Some(60)),
     );
     insta::assert_snapshot!("synth_narrow_text", narrow);
 }

@@ -16,6 +16,24 @@ pub struct TextOptions {
     /// Terminal width; rank lists in labels are shortened to fit. `None` (a file or a
     /// pipe) keeps them long.
     pub width: Option<usize>,
+    /// At most this many branches below a node; the smaller rest is summarised in one line
+    /// (at a million ranks, 1% noise is ten thousand one-rank leaves). `None`: all.
+    pub max_branches: Option<usize>,
+    /// At most this many classes in the list: half the smallest, half the largest.
+    pub max_classes: Option<usize>,
+}
+
+impl TextOptions {
+    /// What a terminal gets: colour as decided by the caller, width-fitted lists, and caps
+    /// that keep a tree of a huge job on a few screens.
+    pub fn terminal(color: bool, width: Option<usize>) -> Self {
+        TextOptions {
+            color,
+            width,
+            max_branches: Some(16),
+            max_classes: Some(20),
+        }
+    }
 }
 
 struct Style {
@@ -72,12 +90,19 @@ pub fn render(
         tree: &tree,
         style: &style,
         max_list,
+        max_branches: text.max_branches.unwrap_or(usize::MAX).max(2),
         out: &mut out,
     };
     w.children(NodeId::ROOT, "");
     let classes = equivalence_classes(&tree);
     out.push('\n');
-    out.push_str(&classes_text(&tree, &classes, &style, max_list));
+    out.push_str(&classes_text(
+        &tree,
+        &classes,
+        &style,
+        max_list,
+        text.max_classes,
+    ));
     out
 }
 
@@ -85,6 +110,7 @@ struct Writer<'a> {
     tree: &'a PrefixTree<RankSet>,
     style: &'a Style,
     max_list: usize,
+    max_branches: usize,
     out: &'a mut String,
 }
 
@@ -127,52 +153,119 @@ impl Writer<'_> {
     }
 
     fn children(&mut self, id: NodeId, cont: &str) {
-        let kids = self.sorted_children(id);
+        let mut kids = self.sorted_children(id);
         if kids.len() == 1 {
             // A chain: same indentation, no connector.
             self.node(kids[0], cont, cont);
             return;
         }
+        let mut rest: Vec<NodeId> = Vec::new();
+        if kids.len() > self.max_branches {
+            // Keep the most populated branches (in rank order), summarise the others.
+            let mut by_size = kids.clone();
+            by_size.sort_by_key(|&n| std::cmp::Reverse(self.tree.node(n).tasks.len()));
+            rest = by_size.split_off(self.max_branches - 1);
+            kids.retain(|k| !rest.contains(k));
+        }
         for (i, &k) in kids.iter().enumerate() {
-            let last = i + 1 == kids.len();
+            let last = i + 1 == kids.len() && rest.is_empty();
             let first = format!("{cont}{}", if last { "└─ " } else { "├─ " });
             let next = format!("{cont}{}", if last { "   " } else { "│  " });
             self.node(k, &first, &next);
         }
+        if !rest.is_empty() {
+            let mut ranks = RankSet::new();
+            for &r in &rest {
+                ranks |= &self.tree.node(r).tasks;
+            }
+            let label = format!(
+                "{}:[{}]",
+                ranks.len(),
+                format_set_shortened(&ranks, self.max_list)
+            );
+            let note = format!("… {} more branches (--all shows them)", rest.len());
+            self.out.push_str(&format!(
+                "{cont}└─ {}  {}\n",
+                self.style.paint("36", &label),
+                self.style.paint("2", &note)
+            ));
+        }
     }
 }
 
-/// The class list: one line per class, its label and the tail of each leaf path.
+/// The class list: one line per class, its label and the tail of each leaf path. With a
+/// cap, the smallest and the largest classes are shown and the middle is summarised.
 fn classes_text(
     tree: &PrefixTree<RankSet>,
     classes: &[EqClass<RankSet>],
     style: &Style,
     max_list: usize,
+    max_classes: Option<usize>,
 ) -> String {
     let mut out = format!(
         "{} equivalence class{} (smallest first):\n",
         classes.len(),
         if classes.len() == 1 { "" } else { "es" }
     );
-    let labels: Vec<String> = classes
+    let cap = max_classes.unwrap_or(usize::MAX).max(2);
+    let (head, hidden, tail) = if classes.len() > cap {
+        let tail = cap / 2;
+        let head = cap - tail;
+        (
+            &classes[..head],
+            &classes[head..classes.len() - tail],
+            &classes[classes.len() - tail..],
+        )
+    } else {
+        (classes, &classes[..0], &classes[..0])
+    };
+    let label = |c: &EqClass<RankSet>| {
+        format!(
+            "{}:[{}]",
+            c.tasks.count(),
+            format_set_shortened(&c.tasks, max_list)
+        )
+    };
+    let wide = head
         .iter()
-        .map(|c| {
-            format!(
-                "{}:[{}]",
-                c.tasks.count(),
-                format_set_shortened(&c.tasks, max_list)
-            )
-        })
-        .collect();
-    let wide = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    for (c, label) in classes.iter().zip(&labels) {
-        let paths: Vec<String> = c.leaves.iter().map(|&l| path_tail(tree, l, 4)).collect();
-        let pad = " ".repeat(wide - label.chars().count());
+        .chain(tail)
+        .map(|c| label(c).chars().count())
+        .max()
+        .unwrap_or(0);
+    let line = |c: &EqClass<RankSet>, out: &mut String| {
+        let l = label(c);
+        let paths: Vec<String> = c
+            .leaves
+            .iter()
+            .map(|&leaf| path_tail(tree, leaf, 4))
+            .collect();
+        let pad = " ".repeat(wide - l.chars().count());
         out.push_str(&format!(
             "  {}{pad}  {}\n",
-            style.paint("36", label),
+            style.paint("36", &l),
             paths.join("  |  ")
         ));
+    };
+    for c in head {
+        line(c, &mut out);
+    }
+    if let (Some(first), Some(last)) = (hidden.first(), hidden.last()) {
+        let ranks: u64 = hidden.iter().map(|c| c.tasks.count()).sum();
+        let (lo, hi) = (first.tasks.count(), last.tasks.count());
+        let sizes = if lo == hi {
+            format!("of {lo} rank{} each", if lo == 1 { "" } else { "s" })
+        } else {
+            format!("of {lo} to {hi} ranks")
+        };
+        let note = format!(
+            "  … {} more classes {sizes} ({ranks} ranks in all; --all shows them)",
+            hidden.len()
+        );
+        out.push_str(&style.paint("2", &note));
+        out.push('\n');
+    }
+    for c in tail {
+        line(c, &mut out);
     }
     out
 }
