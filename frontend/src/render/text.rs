@@ -102,6 +102,7 @@ pub fn render(
         &style,
         max_list,
         text.max_classes,
+        text.width,
     ));
     out
 }
@@ -201,6 +202,7 @@ fn classes_text(
     style: &Style,
     max_list: usize,
     max_classes: Option<usize>,
+    width: Option<usize>,
 ) -> String {
     let mut out = format!(
         "{} equivalence class{} (smallest first):\n",
@@ -234,10 +236,15 @@ fn classes_text(
         .unwrap_or(0);
     let line = |c: &EqClass<RankSet>, out: &mut String| {
         let l = label(c);
+        // On a terminal the paths share what is left of the line; at least the leaf frame
+        // of each is kept.
+        let room = width.map_or(usize::MAX, |w| {
+            w.saturating_sub(wide + 4 + 5 * (c.leaves.len() - 1)) / c.leaves.len()
+        });
         let paths: Vec<String> = c
             .leaves
             .iter()
-            .map(|&leaf| path_tail(tree, leaf, 4))
+            .map(|&leaf| path_tail(tree, leaf, 4, room))
             .collect();
         let pad = " ".repeat(wide - l.chars().count());
         out.push_str(&format!(
@@ -270,12 +277,20 @@ fn classes_text(
     out
 }
 
-fn path_tail(tree: &PrefixTree<RankSet>, leaf: NodeId, keep: usize) -> String {
-    let frames = tree.path_frames(leaf);
-    let skip = frames.len().saturating_sub(keep);
-    let mut parts: Vec<String> = frames[skip..].iter().map(frame_text).collect();
-    if skip > 0 {
-        parts.insert(0, "…".to_string());
+/// The last `keep` frames of a leaf's path, fewer if they do not fit in `room` characters
+/// (the leaf frame always stays).
+fn path_tail(tree: &PrefixTree<RankSet>, leaf: NodeId, keep: usize, room: usize) -> String {
+    let frames: Vec<String> = tree.path_frames(leaf).iter().map(frame_text).collect();
+    let mut skip = frames.len().saturating_sub(keep);
+    loop {
+        let mut parts: Vec<&str> = frames[skip..].iter().map(String::as_str).collect();
+        if skip > 0 {
+            parts.insert(0, "…");
+        }
+        let text = parts.join(" > ");
+        if text.chars().count() <= room || skip + 1 >= frames.len() {
+            return text;
+        }
+        skip += 1;
     }
-    parts.join(" > ")
 }
