@@ -8,7 +8,7 @@
 //! lookup per task, and the unions are roaring container operations.
 
 use crate::taskset::{RankSet, TaskRuns, TaskSet};
-use crate::tree::{NodeId, PrefixTree};
+use crate::tree::{Node, NodeId, PrefixTree};
 use thiserror::Error;
 
 /// Why a rank map cannot be applied.
@@ -177,10 +177,14 @@ pub fn remap(
         let made = out.child_or_insert(n.parent.expect("non-root"), n.frame.expect("non-root"));
         debug_assert_eq!(made, id);
     }
+    let mut task_marks = Marks::new(tree.task_space());
+    let mut thread_marks = Marks::new(tree.thread_space());
     for id in tree.node_ids().rev() {
-        let mut tasks = ranks.map_set(&tree.tasks_ending_at(id));
+        let mut tasks = ranks.map_set(&task_marks.ending(tree, id, |n| &n.tasks));
         let mut thr = match threads {
-            Some(t) if tree.has_threads() => t.map_set(&tree.threads_ending_at(id)),
+            Some(t) if tree.has_threads() => {
+                t.map_set(&thread_marks.ending(tree, id, |n| &n.threads))
+            }
             _ => RankSet::new(),
         };
         for &c in &tree.node(id).children {
@@ -192,6 +196,102 @@ pub fn remap(
         n.threads = thr;
     }
     Ok(out)
+}
+
+/// A scratch bit vector over a tree's local index space, all zero between uses, for
+/// computing the indices that end at a node (in the node's set, in no child's).
+///
+/// [`PrefixTree::tasks_ending_at`] unions the children one by one; when a node has many
+/// children whose sets interleave (a 3D tree's spin-loop leaves below an MPI entry, or the
+/// thousands of rank-specific noise leaves beside one large class) each union rewrites the
+/// accumulated run list, which is quadratic and dominated the 1M-task remap (see
+/// `docs/PERFORMANCE.md`). Marking the children's runs and reading the node's runs back is
+/// linear in the runs plus the words the node's runs span.
+struct Marks {
+    words: Vec<u64>,
+}
+
+impl Marks {
+    fn new(space: u32) -> Self {
+        Marks {
+            words: vec![0; (space as usize).div_ceil(64)],
+        }
+    }
+
+    /// Sets (`on`) or clears every bit of `[s, e)`.
+    fn fill(&mut self, s: u32, e: u32, on: bool) {
+        let (s, e) = (s as usize, e as usize);
+        let (ws, we) = (s / 64, (e - 1) / 64);
+        for w in ws..=we {
+            let lo = if w == ws { s % 64 } else { 0 };
+            let hi = if w == we { (e - 1) % 64 + 1 } else { 64 };
+            let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+            if on {
+                self.words[w] |= mask;
+            } else {
+                self.words[w] &= !mask;
+            }
+        }
+    }
+
+    /// Appends to `out` the indices of `[s, e)` whose bit is clear, as runs.
+    fn push_clear(&self, s: u32, e: u32, out: &mut TaskRuns) {
+        let (s, e) = (s as usize, e as usize);
+        let (ws, we) = (s / 64, (e - 1) / 64);
+        for w in ws..=we {
+            let lo = if w == ws { s % 64 } else { 0 };
+            let hi = if w == we { (e - 1) % 64 + 1 } else { 64 };
+            let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+            let mut clear = !self.words[w] & mask;
+            while clear != 0 {
+                let a = clear.trailing_zeros() as usize;
+                // Length of the run of ones starting at bit `a`.
+                let len = (!(clear >> a)).trailing_zeros() as usize;
+                let base = (w * 64) as u32;
+                out.push_run(base + a as u32, base + (a + len) as u32);
+                clear &= if a + len >= 64 {
+                    0
+                } else {
+                    u64::MAX << (a + len)
+                };
+            }
+        }
+    }
+
+    /// The indices of the set `sel` selects that end at `id`. Same result as
+    /// [`PrefixTree::tasks_ending_at`] (or `threads_ending_at`), without its quadratic case.
+    fn ending(
+        &mut self,
+        tree: &PrefixTree<TaskRuns>,
+        id: NodeId,
+        sel: impl Fn(&Node<TaskRuns>) -> &TaskRuns,
+    ) -> TaskRuns {
+        let n = tree.node(id);
+        match n.children.as_slice() {
+            [] => sel(n).clone(),
+            // One child: a linear run-list difference, no scratch words to touch.
+            &[c] => sel(n).difference(sel(tree.node(c))),
+            children => {
+                for &c in children {
+                    for &(s, e) in sel(tree.node(c)).as_runs() {
+                        self.fill(s, e, true);
+                    }
+                }
+                let mut out = TaskRuns::new();
+                for &(s, e) in sel(n).as_runs() {
+                    self.push_clear(s, e, &mut out);
+                }
+                // Clear by the children's runs, not the node's: a tree from a peer is not
+                // trusted to keep children inside their parent.
+                for &c in children {
+                    for &(s, e) in sel(tree.node(c)).as_runs() {
+                        self.fill(s, e, false);
+                    }
+                }
+                out
+            }
+        }
+    }
 }
 
 /// The straightforward remap (every node's set mapped index by index); kept as the

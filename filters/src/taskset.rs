@@ -151,7 +151,7 @@ impl TaskRuns {
     }
 
     /// Appends `[start, end)`, which must not start before the current end.
-    fn push_run(&mut self, start: u32, end: u32) {
+    pub(crate) fn push_run(&mut self, start: u32, end: u32) {
         if start >= end {
             return;
         }
