@@ -6,6 +6,7 @@
 
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// A binary image: its path as the target saw it and its GNU build-id (hex), if any.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -154,10 +155,12 @@ pub struct FrameId(pub u32);
 
 /// Interns frames: each distinct frame is stored once per tree and nodes refer to it by id,
 /// so a tree of thousands of nodes holds only as many strings as it has distinct frames.
+/// Frames are shared (`Arc`), so copying a table to a derived tree (the remap, a view)
+/// copies pointers, not strings.
 #[derive(Clone, Default)]
 pub struct FrameTable {
-    frames: Vec<Frame>,
-    ids: FxHashMap<Frame, FrameId>,
+    frames: Vec<Arc<Frame>>,
+    ids: FxHashMap<Arc<Frame>, FrameId>,
 }
 
 impl fmt::Debug for FrameTable {
@@ -176,13 +179,30 @@ impl FrameTable {
         if let Some(&id) = self.ids.get(frame) {
             return id;
         }
+        self.push(Arc::new(frame.clone()))
+    }
+
+    /// Like [`FrameTable::intern`] for a frame that is already shared.
+    pub fn intern_shared(&mut self, frame: &Arc<Frame>) -> FrameId {
+        if let Some(&id) = self.ids.get(&**frame) {
+            return id;
+        }
+        self.push(Arc::clone(frame))
+    }
+
+    fn push(&mut self, frame: Arc<Frame>) -> FrameId {
         let id = FrameId(u32::try_from(self.frames.len()).expect("fewer than 2^32 frames"));
-        self.frames.push(frame.clone());
-        self.ids.insert(frame.clone(), id);
+        self.ids.insert(Arc::clone(&frame), id);
+        self.frames.push(frame);
         id
     }
 
     pub fn get(&self, id: FrameId) -> &Frame {
+        &self.frames[id.0 as usize]
+    }
+
+    /// The shared frame behind `id`.
+    pub fn get_shared(&self, id: FrameId) -> &Arc<Frame> {
         &self.frames[id.0 as usize]
     }
 
@@ -195,7 +215,7 @@ impl FrameTable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Frame> {
-        self.frames.iter()
+        self.frames.iter().map(|f| &**f)
     }
 }
 

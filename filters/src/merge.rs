@@ -52,7 +52,7 @@ impl ConcatMerge {
                     let f = match self.frame_map.get(&frame) {
                         Some(&f) => f,
                         None => {
-                            let f = self.tree.intern(child.frame(frame));
+                            let f = self.tree.intern_shared(child.frames().get_shared(frame));
                             self.frame_map.insert(frame, f);
                             f
                         }

@@ -8,7 +8,7 @@
 //! lookup per task, and the unions are roaring container operations.
 
 use crate::taskset::{RankSet, TaskRuns, TaskSet};
-use crate::tree::{Node, NodeId, PrefixTree};
+use crate::tree::{NodeId, PrefixTree};
 use thiserror::Error;
 
 /// Why a rank map cannot be applied.
@@ -115,31 +115,74 @@ impl IndexMap {
         &self.global
     }
 
-    /// Maps a set of local indices to global ids.
+    /// Maps a set of local indices to global ids (allocates scratch space: in a loop, use
+    /// [`IndexMap::map_set_with`]).
     pub fn map_set(&self, set: &TaskRuns) -> RankSet {
+        self.map_set_with(&mut MapScratch::new(self.space), set)
+    }
+
+    /// Maps a set of local indices to global ids. Long runs of consecutive ids (block
+    /// placement) become range inserts; everything else is set bit by bit in a dense scratch
+    /// vector, which roaring then reads in one pass over the touched bytes. This avoids
+    /// sorting: the index-by-index part of a 3D remap is millions of short runs.
+    pub fn map_set_with(&self, scratch: &mut MapScratch, set: &TaskRuns) -> RankSet {
         let mut out = RankSet::new();
-        let mut singles: Vec<u32> = Vec::new();
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        let bytes = &mut scratch.bytes;
         for &(s, e) in set.as_runs() {
             let mut a = s;
             while a < e {
+                if e - a < 64 {
+                    // Too short for a range insert to pay off: skip the segment lookup, a
+                    // cache miss of its own in a fragmented 3D tree.
+                    for &r in &self.global[a as usize..e as usize] {
+                        let byte = (r >> 3) as usize;
+                        bytes[byte] |= 1 << (r & 7);
+                        lo = lo.min(byte);
+                        hi = hi.max(byte);
+                    }
+                    break;
+                }
                 let b = self.segment_end[a as usize].min(e);
                 let g = self.global[a as usize];
-                if b - a >= 8 {
+                if b - a >= 64 {
                     out.insert_range(g..g + (b - a));
                 } else {
-                    singles.extend((a..b).map(|i| self.global[i as usize]));
+                    for &r in &self.global[a as usize..b as usize] {
+                        let byte = (r >> 3) as usize;
+                        bytes[byte] |= 1 << (r & 7);
+                        lo = lo.min(byte);
+                        hi = hi.max(byte);
+                    }
                 }
                 a = b;
             }
         }
-        if !singles.is_empty() {
-            singles.sort_unstable();
+        if lo <= hi {
+            let singles = RankSet::from_lsb0_bytes((lo * 8) as u32, &bytes[lo..=hi]);
+            bytes[lo..=hi].fill(0);
             if out.is_empty() {
-                return RankSet::from_sorted_iter(singles).expect("sorted");
+                return singles;
             }
-            out |= RankSet::from_sorted_iter(singles).expect("sorted");
+            out |= singles;
         }
         out
+    }
+}
+
+/// Scratch space for [`IndexMap::map_set_with`]: one bit per global id, all zero between
+/// uses. Reused across the nodes of a remap so it is allocated once.
+#[derive(Debug)]
+pub struct MapScratch {
+    bytes: Vec<u8>,
+}
+
+impl MapScratch {
+    /// Scratch for a map whose global space is `space` ids.
+    pub fn new(space: u32) -> Self {
+        MapScratch {
+            bytes: vec![0; (space as usize).div_ceil(8)],
+        }
     }
 }
 
@@ -167,131 +210,23 @@ pub fn remap(
     } else {
         0
     };
-    let mut out: PrefixTree<RankSet> = PrefixTree::new(ranks.space(), thread_space);
-    // Same shape, same node ids: copy the structure first, sets after.
-    for f in tree.frames().iter() {
-        out.intern(f);
-    }
-    for id in tree.node_ids().skip(1) {
-        let n = tree.node(id);
-        let made = out.child_or_insert(n.parent.expect("non-root"), n.frame.expect("non-root"));
-        debug_assert_eq!(made, id);
-    }
-    let mut task_marks = Marks::new(tree.task_space());
-    let mut thread_marks = Marks::new(tree.thread_space());
+    let mut out: PrefixTree<RankSet> = tree.same_shape(ranks.space(), thread_space);
+    let mut task_scratch = MapScratch::new(ranks.space());
+    let mut thread_scratch = MapScratch::new(threads.map_or(0, IndexMap::space));
     for id in tree.node_ids().rev() {
-        let mut tasks = ranks.map_set(&task_marks.ending(tree, id, |n| &n.tasks));
-        let mut thr = match threads {
-            Some(t) if tree.has_threads() => {
-                t.map_set(&thread_marks.ending(tree, id, |n| &n.threads))
-            }
-            _ => RankSet::new(),
-        };
-        for &c in &tree.node(id).children {
-            tasks |= &out.node(c).tasks;
-            thr |= &out.node(c).threads;
+        let ending = ranks.map_set_with(&mut task_scratch, &tree.tasks_ending_at(id));
+        let kids = &tree.node(id).children;
+        let mut tasks = RankSet::union_all(kids.iter().map(|&c| &out.node(c).tasks));
+        tasks |= ending;
+        let mut thr = RankSet::union_all(kids.iter().map(|&c| &out.node(c).threads));
+        if let Some(t) = threads.filter(|_| tree.has_threads()) {
+            thr |= t.map_set_with(&mut thread_scratch, &tree.threads_ending_at(id));
         }
         let n = out.node_mut(id);
         n.tasks = tasks;
         n.threads = thr;
     }
     Ok(out)
-}
-
-/// A scratch bit vector over a tree's local index space, all zero between uses, for
-/// computing the indices that end at a node (in the node's set, in no child's).
-///
-/// [`PrefixTree::tasks_ending_at`] unions the children one by one; when a node has many
-/// children whose sets interleave (a 3D tree's spin-loop leaves below an MPI entry, or the
-/// thousands of rank-specific noise leaves beside one large class) each union rewrites the
-/// accumulated run list, which is quadratic and dominated the 1M-task remap (see
-/// `docs/PERFORMANCE.md`). Marking the children's runs and reading the node's runs back is
-/// linear in the runs plus the words the node's runs span.
-struct Marks {
-    words: Vec<u64>,
-}
-
-impl Marks {
-    fn new(space: u32) -> Self {
-        Marks {
-            words: vec![0; (space as usize).div_ceil(64)],
-        }
-    }
-
-    /// Sets (`on`) or clears every bit of `[s, e)`.
-    fn fill(&mut self, s: u32, e: u32, on: bool) {
-        let (s, e) = (s as usize, e as usize);
-        let (ws, we) = (s / 64, (e - 1) / 64);
-        for w in ws..=we {
-            let lo = if w == ws { s % 64 } else { 0 };
-            let hi = if w == we { (e - 1) % 64 + 1 } else { 64 };
-            let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
-            if on {
-                self.words[w] |= mask;
-            } else {
-                self.words[w] &= !mask;
-            }
-        }
-    }
-
-    /// Appends to `out` the indices of `[s, e)` whose bit is clear, as runs.
-    fn push_clear(&self, s: u32, e: u32, out: &mut TaskRuns) {
-        let (s, e) = (s as usize, e as usize);
-        let (ws, we) = (s / 64, (e - 1) / 64);
-        for w in ws..=we {
-            let lo = if w == ws { s % 64 } else { 0 };
-            let hi = if w == we { (e - 1) % 64 + 1 } else { 64 };
-            let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
-            let mut clear = !self.words[w] & mask;
-            while clear != 0 {
-                let a = clear.trailing_zeros() as usize;
-                // Length of the run of ones starting at bit `a`.
-                let len = (!(clear >> a)).trailing_zeros() as usize;
-                let base = (w * 64) as u32;
-                out.push_run(base + a as u32, base + (a + len) as u32);
-                clear &= if a + len >= 64 {
-                    0
-                } else {
-                    u64::MAX << (a + len)
-                };
-            }
-        }
-    }
-
-    /// The indices of the set `sel` selects that end at `id`. Same result as
-    /// [`PrefixTree::tasks_ending_at`] (or `threads_ending_at`), without its quadratic case.
-    fn ending(
-        &mut self,
-        tree: &PrefixTree<TaskRuns>,
-        id: NodeId,
-        sel: impl Fn(&Node<TaskRuns>) -> &TaskRuns,
-    ) -> TaskRuns {
-        let n = tree.node(id);
-        match n.children.as_slice() {
-            [] => sel(n).clone(),
-            // One child: a linear run-list difference, no scratch words to touch.
-            &[c] => sel(n).difference(sel(tree.node(c))),
-            children => {
-                for &c in children {
-                    for &(s, e) in sel(tree.node(c)).as_runs() {
-                        self.fill(s, e, true);
-                    }
-                }
-                let mut out = TaskRuns::new();
-                for &(s, e) in sel(n).as_runs() {
-                    self.push_clear(s, e, &mut out);
-                }
-                // Clear by the children's runs, not the node's: a tree from a peer is not
-                // trusted to keep children inside their parent.
-                for &c in children {
-                    for &(s, e) in sel(tree.node(c)).as_runs() {
-                        self.fill(s, e, false);
-                    }
-                }
-                out
-            }
-        }
-    }
 }
 
 /// The straightforward remap (every node's set mapped index by index); kept as the

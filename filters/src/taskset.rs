@@ -48,6 +48,19 @@ pub trait TaskSet: Clone + Default + PartialEq + fmt::Debug {
     fn first(&self) -> Option<u32> {
         self.indices().next()
     }
+    /// The union of many sets. Folding `union_with` is quadratic when the sets interleave
+    /// (a node's thousands of noise leaves inside one large class), so implementations
+    /// combine all inputs at once.
+    fn union_all<'a>(sets: impl IntoIterator<Item = &'a Self>) -> Self
+    where
+        Self: 'a,
+    {
+        let mut acc = Self::default();
+        for s in sets {
+            acc.union_with(s);
+        }
+        acc
+    }
 }
 
 impl TaskSet for RankSet {
@@ -71,6 +84,9 @@ impl TaskSet for RankSet {
     }
     fn first(&self) -> Option<u32> {
         self.min()
+    }
+    fn union_all<'a>(sets: impl IntoIterator<Item = &'a Self>) -> Self {
+        roaring::MultiOps::union(sets)
     }
 }
 
@@ -151,7 +167,7 @@ impl TaskRuns {
     }
 
     /// Appends `[start, end)`, which must not start before the current end.
-    pub(crate) fn push_run(&mut self, start: u32, end: u32) {
+    fn push_run(&mut self, start: u32, end: u32) {
         if start >= end {
             return;
         }
@@ -281,6 +297,56 @@ impl TaskSet for TaskRuns {
 
     fn first(&self) -> Option<u32> {
         self.runs.first().map(|r| r.0)
+    }
+
+    fn union_all<'a>(sets: impl IntoIterator<Item = &'a Self>) -> Self {
+        let sets: Vec<&TaskRuns> = sets.into_iter().filter(|s| !s.is_empty()).collect();
+        let runs: usize = sets.iter().map(|s| s.runs.len()).sum();
+        if sets.len() <= 2 || runs <= 64 {
+            let mut acc = TaskRuns::new();
+            for s in sets {
+                acc.union_with(s);
+            }
+            return acc;
+        }
+        // Many interleaved sets (a spin loop's dozen leaves, thousands of noise leaves):
+        // mark every run in a bit vector over their span and read the runs back. Linear in
+        // the runs plus the span's words, where folding merges or sorting runs is not.
+        let lo = sets.iter().map(|s| s.runs[0].0).min().expect("non-empty") & !63;
+        let hi = sets.iter().map(|s| s.end()).max().expect("non-empty");
+        let mut bits = vec![0u64; ((hi - lo) as usize).div_ceil(64)];
+        for s in &sets {
+            for &(a, b) in &s.runs {
+                fill_bits(&mut bits, a - lo, b - lo);
+            }
+        }
+        let mut out = TaskRuns::new();
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                let start = rest.trailing_zeros();
+                let len = (!(rest >> start)).trailing_zeros();
+                let base = lo + (w as u32) * 64;
+                out.push_run(base + start, base + start + len);
+                rest = if start + len >= 64 {
+                    0
+                } else {
+                    rest & (u64::MAX << (start + len))
+                };
+            }
+        }
+        out
+    }
+}
+
+/// Sets bits `[a, b)` of a word vector.
+fn fill_bits(bits: &mut [u64], a: u32, b: u32) {
+    let (a, b) = (a as usize, b as usize);
+    let (wa, wb) = (a / 64, (b - 1) / 64);
+    for (w, word) in bits.iter_mut().enumerate().take(wb + 1).skip(wa) {
+        let from = if w == wa { a % 64 } else { 0 };
+        let to = if w == wb { (b - 1) % 64 + 1 } else { 64 };
+        *word |= (u64::MAX >> (64 - (to - from))) << from;
     }
 }
 
@@ -440,6 +506,11 @@ mod tests {
             let (xa, xb): (RankSet, RankSet) = (a.iter().copied().collect(), b.iter().copied().collect());
             prop_assert_eq!(xa.runs(), ra.runs());
             prop_assert_eq!(TaskSet::difference(&xa, &xb).runs(), d.runs());
+            prop_assert_eq!(TaskRuns::union_all([&ra, &rb, &d]), u.clone());
+            // Enough runs to take the bit-vector path.
+            let singles: Vec<TaskRuns> = a.iter().chain(b.iter()).map(|&i| TaskRuns::range(i, i + 1)).collect();
+            prop_assert_eq!(TaskRuns::union_all(singles.iter()), u.clone());
+            prop_assert_eq!(RankSet::union_all([&xa, &xb]).runs(), u.runs());
         }
 
         #[test]

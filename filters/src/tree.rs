@@ -207,9 +207,36 @@ impl<S: TaskSet> PrefixTree<S> {
         }
     }
 
+    /// An empty-set copy of this tree's shape (same node ids, frames shared), over other
+    /// index spaces: the starting point of a remap.
+    pub fn same_shape<T: TaskSet>(&self, task_space: u32, thread_space: u32) -> PrefixTree<T> {
+        PrefixTree {
+            frames: self.frames.clone(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| Node {
+                    frame: n.frame,
+                    parent: n.parent,
+                    children: n.children.clone(),
+                    tasks: T::default(),
+                    threads: T::default(),
+                })
+                .collect(),
+            child_index: self.child_index.clone(),
+            task_space,
+            thread_space,
+        }
+    }
+
     /// Interns a frame in this tree's table.
     pub fn intern(&mut self, frame: &Frame) -> FrameId {
         self.frames.intern(frame)
+    }
+
+    /// Interns a frame shared with another tree's table (no string copies).
+    pub fn intern_shared(&mut self, frame: &std::sync::Arc<Frame>) -> FrameId {
+        self.frames.intern_shared(frame)
     }
 
     /// Merges `other`, which numbers the same tasks and threads, into `self`
@@ -302,16 +329,11 @@ impl<S: TaskSet> PrefixTree<S> {
 }
 
 fn subtract_children<'a, S: TaskSet + 'a>(set: &S, children: impl Iterator<Item = &'a S>) -> S {
-    let mut below = S::default();
-    let mut any = false;
-    for c in children {
-        below.union_with(c);
-        any = true;
-    }
-    if any {
-        set.difference(&below)
-    } else {
-        set.clone()
+    let children: Vec<&S> = children.collect();
+    match children.as_slice() {
+        [] => set.clone(),
+        [only] => set.difference(only),
+        many => set.difference(&S::union_all(many.iter().copied())),
     }
 }
 

@@ -234,6 +234,36 @@ fn synthetic_jobs_merge_to_their_direct_tree() {
     }
 }
 
+/// Long consecutive runs take the range path of the remap, short ones the bit-by-bit path.
+#[test]
+fn remap_paths_agree_on_large_daemons() {
+    for placement in [Placement::Block, Placement::Cyclic] {
+        let job = SynthJob::new(SynthParams {
+            daemons: 5,
+            tasks_per_daemon: 300,
+            classes: 3,
+            noise: 0.02,
+            samples: 3,
+            placement,
+            ..SynthParams::default()
+        });
+        let trees: Vec<_> = (0..5).map(|d| job.daemon_tree(d, 0)).collect();
+        let merged = merge_concat(&trees);
+        let map: Vec<u32> = (0..5).flat_map(|d| job.rank_map(d)).collect();
+        let map = IndexMap::new(map, job.ranks(), "rank").unwrap();
+        let fast = remap(&merged, &map, None).unwrap();
+        assert_eq!(
+            fast.canonical(),
+            strata_filters::remap::remap_naive(&merged, &map).canonical()
+        );
+        assert_eq!(
+            fast.canonical(),
+            job.direct_tree(0).canonical(),
+            "{placement:?}"
+        );
+    }
+}
+
 #[test]
 fn remap_rejects_bad_maps() {
     let mut t: PrefixTree<TaskRuns> = PrefixTree::new(2, 0);
