@@ -36,6 +36,32 @@ pub struct CodeFrame {
     pub inlined: bool,
 }
 
+impl CodeFrame {
+    /// Builds a code frame from the flat fields a file or message carries, refusing a
+    /// build-id without a module path (it would identify nothing).
+    pub fn from_fields(
+        function: Option<String>,
+        module_path: Option<String>,
+        build_id: Option<String>,
+        offset: Option<u64>,
+        file: Option<String>,
+        line: Option<u32>,
+        inlined: bool,
+    ) -> Result<CodeFrame, String> {
+        if build_id.is_some() && module_path.is_none() {
+            return Err("frame has a build-id but no module path".into());
+        }
+        Ok(CodeFrame {
+            function,
+            module: module_path.map(|path| Module { path, build_id }),
+            offset,
+            file,
+            line,
+            inlined,
+        })
+    }
+}
+
 /// Frames that are not code: they stand for what strata could not sample, so that the
 /// ranks concerned stay visible in the tree instead of silently disappearing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

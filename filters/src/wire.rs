@@ -3,7 +3,7 @@
 //! A daemon's encoded tree holds its own frames, nodes and subtree-local runs: its size
 //! depends on what its tasks are doing, never on how large the job is.
 
-use crate::frame::{CodeFrame, Frame, FrameId, Module, Special};
+use crate::frame::{CodeFrame, Frame, FrameId, Special};
 use crate::taskset::TaskRuns;
 use crate::tree::{NodeId, PrefixTree};
 use strata_proto as pb;
@@ -126,20 +126,16 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
     if let Some(s) = special {
         return Ok(Frame::Special(s));
     }
-    if f.build_id.is_some() && f.module_path.is_none() {
-        return Err("build-id without a module path".into());
-    }
-    Ok(Frame::Code(CodeFrame {
-        function: f.function,
-        module: f.module_path.map(|path| Module {
-            path,
-            build_id: f.build_id,
-        }),
-        offset: f.offset,
-        file: f.file,
-        line: f.line,
-        inlined: f.inlined,
-    }))
+    CodeFrame::from_fields(
+        f.function,
+        f.module_path,
+        f.build_id,
+        f.offset,
+        f.file,
+        f.line,
+        f.inlined,
+    )
+    .map(Frame::Code)
 }
 
 /// Encodes a subtree-scoped tree.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use strata_filters::taskset::{format_set, parse_ranges, rankset_from_runs};
 use strata_filters::{
-    CodeFrame, EqClass, Frame, Module, NodeId, PrefixTree, RankSet, Special, TaskSet, ViewOptions,
+    CodeFrame, EqClass, Frame, NodeId, PrefixTree, RankSet, Special, TaskSet, ViewOptions,
     equivalence_classes, view,
 };
 use thiserror::Error;
@@ -274,20 +274,10 @@ fn frame_from_file(f: FrameFile) -> Result<Frame, String> {
             .map(Frame::Special)
             .ok_or_else(|| format!("unknown special frame '{s}'"));
     }
-    if f.build_id.is_some() && f.module.is_none() {
-        return Err("frame has a build_id but no module".into());
-    }
-    Ok(Frame::Code(CodeFrame {
-        function: f.function,
-        module: f.module.map(|path| Module {
-            path,
-            build_id: f.build_id,
-        }),
-        offset: f.offset,
-        file: f.file,
-        line: f.line,
-        inlined: f.inlined,
-    }))
+    CodeFrame::from_fields(
+        f.function, f.module, f.build_id, f.offset, f.file, f.line, f.inlined,
+    )
+    .map(Frame::Code)
 }
 
 fn tree_to_file(tree: &PrefixTree<RankSet>) -> TreeFile {
