@@ -130,6 +130,8 @@ fn bad_files_give_one_line_and_exit_2() {
     assert_one_line_error(c, &e, &p, "something-else");
     let (c, e, p) = view_bad(&good.replacen("\"ranks\": \"0-7\"", "\"ranks\": \"0-99\"", 1));
     assert_one_line_error(c, &e, &p, "exceed");
+    let (c, e, p) = view_bad(&good.replacen("\"job_size\": 8", "\"job_size\": 4000000000", 1));
+    assert_one_line_error(c, &e, &p, "exceeds strata's limit");
     let (c, e, p) = view_bad(&good.replacen("\"ranks\": \"0-7\"", "\"ranks\": \"zero\"", 1));
     assert_one_line_error(c, &e, &p, "not a rank number");
     let (c, e, p) = view_bad(&good.replacen("\"parent\": 0", "\"parent\": 5", 1));

@@ -17,6 +17,11 @@ use thiserror::Error;
 
 /// The `format` field of every result file.
 pub const FORMAT_NAME: &str = "strata-result";
+/// The largest job a result file may describe. Analyses allocate per rank, so an absurd
+/// `job_size` in a damaged file must be refused, not allocated (64 Mi ranks, several
+/// times today's largest machines).
+pub const MAX_JOB_SIZE: u32 = 1 << 26;
+
 /// The format version this strata writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -451,6 +456,11 @@ impl StrataResult {
         let file: ResultFile =
             serde_json::from_str(text).map_err(|e| err(format!("malformed result: {e}")))?;
         let size = file.meta.job_size;
+        if size > MAX_JOB_SIZE {
+            return Err(err(format!(
+                "job_size {size} exceeds strata's limit of {MAX_JOB_SIZE} ranks"
+            )));
+        }
         let tree_2d = tree_from_file(file.trees.two_d, size, "2d").map_err(err)?;
         let tree_3d = tree_from_file(file.trees.three_d, size, "3d").map_err(err)?;
         Ok(StrataResult {

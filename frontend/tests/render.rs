@@ -311,3 +311,24 @@ proptest! {
         prop_assert_eq!(back.to_json(), json);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A damaged result file is refused or read, never a panic: random bytes overwritten,
+    /// and the file cut at a random point.
+    #[test]
+    fn damaged_result_files_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+                                        cut in any::<prop::sample::Index>()) {
+        let good = ring_result().to_json().into_bytes();
+        let mut bad = good.clone();
+        for (at, byte) in edits {
+            let i = at.index(bad.len());
+            bad[i] = byte;
+        }
+        let text = String::from_utf8_lossy(&bad);
+        let _ = StrataResult::from_json(&text, "bad.json");
+        let cut_text = String::from_utf8_lossy(&good[..cut.index(good.len())]);
+        prop_assert!(StrataResult::from_json(&cut_text, "cut.json").is_err());
+    }
+}
