@@ -211,22 +211,85 @@ pub fn remap(
         0
     };
     let mut out: PrefixTree<RankSet> = tree.same_shape(ranks.space(), thread_space);
-    let mut task_scratch = MapScratch::new(ranks.space());
-    let mut thread_scratch = MapScratch::new(threads.map_or(0, IndexMap::space));
-    for id in tree.node_ids().rev() {
-        let ending = ranks.map_set_with(&mut task_scratch, &tree.tasks_ending_at(id));
+    // Phase 1, independent per node and nearly all of the work: map the tasks (threads)
+    // that end at each node.
+    let endings = map_endings(tree, ranks, threads.filter(|_| tree.has_threads()));
+    // Phase 2, bottom-up: a node's set is its endings plus its children's sets.
+    for (i, (ending_tasks, ending_threads)) in endings.into_iter().enumerate().rev() {
+        let id = NodeId(i as u32);
         let kids = &tree.node(id).children;
         let mut tasks = RankSet::union_all(kids.iter().map(|&c| &out.node(c).tasks));
-        tasks |= ending;
+        tasks |= ending_tasks;
         let mut thr = RankSet::union_all(kids.iter().map(|&c| &out.node(c).threads));
-        if let Some(t) = threads.filter(|_| tree.has_threads()) {
-            thr |= t.map_set_with(&mut thread_scratch, &tree.threads_ending_at(id));
-        }
+        thr |= ending_threads;
         let n = out.node_mut(id);
         n.tasks = tasks;
         n.threads = thr;
     }
     Ok(out)
+}
+
+/// The global ids of the tasks and threads ending at each node, indexed by node. Nodes are
+/// handed out to the machine's cores in blocks (the root of a large job runs on a login or
+/// front-end node with cores to spare); small trees stay on the calling thread.
+fn map_endings(
+    tree: &PrefixTree<TaskRuns>,
+    ranks: &IndexMap,
+    threads: Option<&IndexMap>,
+) -> Vec<(RankSet, RankSet)> {
+    const BLOCK: usize = 256;
+    let n = tree.len();
+    let work = |ids: std::ops::Range<usize>,
+                task_scratch: &mut MapScratch,
+                thread_scratch: &mut MapScratch| {
+        ids.map(|i| {
+            let id = NodeId(i as u32);
+            let t = ranks.map_set_with(task_scratch, &tree.tasks_ending_at(id));
+            let h = threads.map_or_else(RankSet::new, |m| {
+                m.map_set_with(thread_scratch, &tree.threads_ending_at(id))
+            });
+            (t, h)
+        })
+        .collect::<Vec<_>>()
+    };
+    let thread_space = threads.map_or(0, IndexMap::space);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |w| w.get())
+        .min(16);
+    if workers == 1 || n < 8 * BLOCK {
+        let mut ts = MapScratch::new(ranks.space());
+        let mut hs = MapScratch::new(thread_space);
+        return work(0..n, &mut ts, &mut hs);
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(RankSet, RankSet)> = vec![Default::default(); n];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut ts = MapScratch::new(ranks.space());
+                    let mut hs = MapScratch::new(thread_space);
+                    let mut done = Vec::new();
+                    loop {
+                        let start = next.fetch_add(BLOCK, std::sync::atomic::Ordering::Relaxed);
+                        if start >= n {
+                            return done;
+                        }
+                        let end = (start + BLOCK).min(n);
+                        done.push((start, work(start..end, &mut ts, &mut hs)));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            for (start, sets) in h.join().expect("remap worker panicked") {
+                for (i, set) in sets.into_iter().enumerate() {
+                    out[start + i] = set;
+                }
+            }
+        }
+    });
+    out
 }
 
 /// The straightforward remap (every node's set mapped index by index); kept as the

@@ -264,6 +264,38 @@ fn remap_paths_agree_on_large_daemons() {
     }
 }
 
+/// A tree big enough (thousands of nodes) for the remap to spread its work over threads.
+#[test]
+fn parallel_remap_equals_naive() {
+    let job = SynthJob::new(SynthParams {
+        daemons: 10,
+        tasks_per_daemon: 100,
+        classes: 4,
+        noise: 0.9,
+        samples: 4,
+        threads_per_task: 2,
+        placement: Placement::Cyclic,
+        ..SynthParams::default()
+    });
+    let trees: Vec<_> = (0..10).map(|d| job.daemon_tree(d, 0)).collect();
+    let merged = merge_concat(&trees);
+    assert!(merged.len() > 2 * 1024, "{} nodes: too few for the parallel path", merged.len());
+    let ranks = IndexMap::new(
+        (0..10).flat_map(|d| job.rank_map(d)).collect(),
+        job.ranks(),
+        "rank",
+    )
+    .unwrap();
+    let threads = IndexMap::new(
+        (0..10).flat_map(|d| job.daemon_threads(d)).collect(),
+        job.ranks() * 2,
+        "thread",
+    )
+    .unwrap();
+    let fast = remap(&merged, &ranks, Some(&threads)).unwrap();
+    assert_eq!(fast.canonical(), job.direct_tree(0).canonical());
+}
+
 #[test]
 fn remap_rejects_bad_maps() {
     let mut t: PrefixTree<TaskRuns> = PrefixTree::new(2, 0);
