@@ -279,7 +279,11 @@ fn parallel_remap_equals_naive() {
     });
     let trees: Vec<_> = (0..10).map(|d| job.daemon_tree(d, 0)).collect();
     let merged = merge_concat(&trees);
-    assert!(merged.len() > 2 * 1024, "{} nodes: too few for the parallel path", merged.len());
+    assert!(
+        merged.len() > 2 * 1024,
+        "{} nodes: too few for the parallel path",
+        merged.len()
+    );
     let ranks = IndexMap::new(
         (0..10).flat_map(|d| job.rank_map(d)).collect(),
         job.ranks(),
