@@ -38,4 +38,18 @@ cargo build --workspace --all-targets --locked
 
 say "tests"
 # CI=true keeps insta from writing new snapshots: a changed rendering fails the run.
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole suite (cargo's own last line is a crate's doc tests).
+awk '/^test result:/ {
+        for (i = 1; i <= NF; i++) {
+            if ($i ~ /^passed;/) p += $(i - 1)
+            if ($i ~ /^failed;/) f += $(i - 1)
+        }
+     }
+     END { printf "\ntests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
