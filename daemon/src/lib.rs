@@ -1,5 +1,13 @@
 //! The strata daemon role: one per node, it finds the job's tasks on its node, captures and
 //! unwinds their stacks with ptrace, and sends a subtree-scoped prefix tree up the tree.
 //!
-//! Not built yet: capture and unwinding arrive with issue 3, sampling with issue 4. The crate
-//! exists so the workspace has the shape of the design card.
+//! Design constraints: ptrace and `/proc` code (`procfs`, `capture`) stay apart from the
+//! pure code that works on captured data, so that the latter can be tested on recorded
+//! snapshots. A target process is never left stopped or traced.
+//!
+//! Built so far (issue 3, in progress): `procfs`. Capture, unwinding and sampling are next.
+
+pub mod capture;
+pub mod discovery;
+pub mod memory;
+pub mod procfs;

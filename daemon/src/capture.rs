@@ -1,0 +1,1 @@
+//! ptrace capture of a task's threads (issue 3).

@@ -1,0 +1,2 @@
+//! Reading a target's memory behind a trait, so unwinding can run on live processes and on
+//! recorded snapshots alike (issue 3).
