@@ -51,7 +51,7 @@ impl Style {
 }
 
 /// Label of an edge: `count:[ranks]`, plus the thread count when threads were sampled.
-pub fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
+fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
     let n = tree.node(id);
     let mut s = format!(
         "{}:[{}]",
