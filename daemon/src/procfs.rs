@@ -208,7 +208,9 @@ mod tests {
         let me = std::process::id() as Pid;
         let s = stat(me).unwrap();
         assert_eq!(s.pid, me);
-        assert_eq!(s.state, 'R');
+        // The process's main thread may be waiting for the test threads; this thread runs.
+        let tid = nix::unistd::gettid().as_raw();
+        assert_eq!(thread_stat(me, tid).unwrap().state, 'R');
         assert!(threads(me).unwrap().contains(&me));
         assert_eq!(tracer_pid(me).unwrap(), 0);
         assert_eq!(uid(me).unwrap(), nix_uid());
