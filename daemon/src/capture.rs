@@ -1,1 +1,915 @@
-//! ptrace capture of a task's threads (issue 3).
+//! ptrace capture: a consistent snapshot of every thread of a task, taken while stopping it
+//! for as little time as possible, without ever harming it.
+//!
+//! How a capture goes (per task):
+//! 1. Before stopping anything: read each thread's `comm`, state and `wchan` (what the user
+//!    wants to know is what the thread was doing, not that strata stopped it) and the task's
+//!    maps (to know where each stack ends).
+//! 2. `PTRACE_SEIZE` every thread, then `PTRACE_INTERRUPT` every thread, then wait for each
+//!    (`__WALL`, polled against a deadline: a thread in uninterruptible sleep does not stop).
+//!    Never SIGSTOP: a seized tracee is detached by the kernel if strata dies, and an
+//!    interrupt leaves no signal behind. Threads that appeared meanwhile are seized in a
+//!    further round; threads that exit are reaped.
+//! 3. Copy the registers and the stack (from the red zone below SP up to the end of the
+//!    stack mapping, capped), then `PTRACE_DETACH`, re-injecting a signal that arrived
+//!    during the stop (a signal-delivery-stop swallowed the signal otherwise).
+//! 4. Unwinding happens later, from the copy, while the task runs again.
+//!
+//! A tracee belongs to the OS thread that seized it: every ptrace call for it must come
+//! from that thread. So captures run on a small pool of dedicated OS threads ([`Capturer`]),
+//! each owning the tasks it seized until it detaches them (never tokio's blocking pool,
+//! whose threads come and go). Tasks are spread over the pool, so several are captured in
+//! parallel.
+//!
+//! Hold mode keeps a task stopped after its capture so that later reads (variables, more
+//! memory) see the same moment as the stack; a deadline detaches it automatically, and so
+//! does dropping the [`Held`] handle or the [`Capturer`].
+//!
+//! Safety of the target, whatever happens:
+//! - strata killed (even `kill -9`): the kernel detaches every tracee of an exiting tracer
+//!   and resumes it. A capture thread that ends detaches its tracees the same way.
+//! - A tracee that exits while traced reports its exit to the tracer and stays a zombie
+//!   until the tracer reaps it, which would keep its parent (mpirun, slurmstepd) from
+//!   reaping it. Every worker therefore reaps (`waitpid(WNOHANG|__WALL)`) the exited
+//!   threads it still traces, including held ones, on every tick.
+//! - A thread that did not stop in time cannot be detached (ptrace detaches only stopped
+//!   tracees). It "lingers": the worker polls it and detaches it the moment it stops.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::IoSliceMut;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::ptrace;
+use nix::sys::uio::{RemoteIoVec, process_vm_readv};
+use nix::unistd::Pid as NixPid;
+
+use crate::memory::{MemoryCopy, ProcessMemory, Registers};
+use crate::procfs::{self, Mapping, Pid};
+
+/// How a capture behaves.
+#[derive(Clone, Debug)]
+pub struct CaptureOptions {
+    /// How long to wait for the threads of a task to stop once interrupted. A thread that
+    /// has not stopped by then (uninterruptible sleep, D state) is reported without a stack.
+    pub stop_timeout: Duration,
+    /// At most this many bytes of each thread's stack are copied (from SP up).
+    pub max_stack_bytes: usize,
+    /// Rounds of "seize the threads that appeared since the last listing".
+    pub max_thread_rounds: usize,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            stop_timeout: Duration::from_millis(200),
+            max_stack_bytes: 512 * 1024,
+            max_thread_rounds: 4,
+        }
+    }
+}
+
+/// What could be learned about a thread without stopping it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub tid: Pid,
+    /// The thread's name (`comm`).
+    pub comm: String,
+    /// Scheduler state before the capture: R, S, D, T, t, Z, ...
+    pub state: char,
+    /// The kernel function a sleeping thread waits in (`do_epoll_wait`, `futex_wait_queue`...).
+    pub wchan: Option<String>,
+}
+
+/// Why a thread has no registers in a capture.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ThreadError {
+    #[error("thread exited during the capture")]
+    Exited,
+    #[error("thread did not stop within {0:?} (state {1}, uninterruptible kernel wait?)")]
+    DidNotStop(Duration, char),
+    #[error("cannot read registers: {0}")]
+    Registers(Errno),
+    #[error("cannot attach to thread: {0}")]
+    Attach(Errno),
+}
+
+/// One thread of a captured task.
+#[derive(Clone, Debug)]
+pub struct ThreadCapture {
+    pub info: ThreadInfo,
+    /// Registers and stack, or why there are none.
+    pub snapshot: Result<ThreadSnapshot, ThreadError>,
+}
+
+/// The recorded state of a stopped thread: what unwinding reads.
+#[derive(Clone, Debug)]
+pub struct ThreadSnapshot {
+    pub regs: Registers,
+    /// The stack from the red zone below SP up (possibly empty if unreadable).
+    pub stack: MemoryCopy,
+    /// A signal that arrived while the thread was stopped (re-injected at detach).
+    pub pending_signal: Option<i32>,
+    /// The thread was already in a group-stop (SIGSTOP, Ctrl-Z) before strata came: it is
+    /// left stopped, as the user had it.
+    pub group_stopped: bool,
+}
+
+/// A captured task (process).
+#[derive(Clone, Debug)]
+pub struct TaskCapture {
+    pub pid: Pid,
+    /// Main thread first, then the others by tid.
+    pub threads: Vec<ThreadCapture>,
+    /// The task's mappings, read just before the stop.
+    pub maps: Vec<Mapping>,
+    /// From the first interrupt to the last detach (or to the end of the capture when
+    /// held): how long strata kept the task from running.
+    pub stopped_for: Duration,
+}
+
+impl TaskCapture {
+    pub fn main_thread(&self) -> Option<&ThreadCapture> {
+        self.threads.iter().find(|t| t.info.tid == self.pid)
+    }
+}
+
+/// Why a task could not be captured at all. These are per-task results, not a failed run:
+/// one bad rank never hides the others.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    #[error("process {0} does not exist (or exited)")]
+    NoSuchProcess(Pid),
+    #[error("process {0} is a zombie (exited, not yet reaped by its parent)")]
+    Zombie(Pid),
+    #[error("process {pid} exited during the capture")]
+    ExitedDuringCapture { pid: Pid },
+    #[error(
+        "process {pid} is already traced by pid {tracer} ({tracer_comm}): detach that debugger first"
+    )]
+    AlreadyTraced {
+        pid: Pid,
+        tracer: Pid,
+        tracer_comm: String,
+    },
+    #[error("process {pid} belongs to uid {owner}, not to you (uid {me}): run strata as its owner")]
+    OtherUser { pid: Pid, owner: u32, me: u32 },
+    #[error(
+        "ptrace of process {pid} refused by kernel.yama.ptrace_scope={scope}: run `sysctl kernel.yama.ptrace_scope=0` (as root) or give strata CAP_SYS_PTRACE"
+    )]
+    PtraceScope { pid: Pid, scope: u32 },
+    #[error(
+        "ptrace of process {pid} not permitted ({errno}); is it setuid, or in another user namespace?"
+    )]
+    PermissionDenied { pid: Pid, errno: Errno },
+    #[error("ptrace of process {pid} failed: {errno}")]
+    Os { pid: Pid, errno: Errno },
+    #[error("process {0} is not held (its hold deadline passed, or it was released)")]
+    NotHeld(Pid),
+    #[error("process {0} is already held by this capture session")]
+    AlreadyHeld(Pid),
+    #[error("the capture thread is gone")]
+    WorkerGone,
+}
+
+/// Raw ptrace and waitpid calls that nix cannot express: nix's `waitpid` refuses stop
+/// statuses of real-time signals (it converts them to `Signal`, which has no RT variants)
+/// and its `detach` cannot re-inject them, which would silently drop an MPI library's
+/// real-time signals.
+#[allow(unsafe_code)]
+mod sys {
+    use nix::errno::Errno;
+
+    use crate::procfs::Pid;
+
+    /// `waitpid(tid, __WALL | (WNOHANG))`: `Ok(None)` when nothing is reported yet.
+    pub fn wait_raw(tid: Pid, nohang: bool) -> Result<Option<i32>, Errno> {
+        let mut status = 0;
+        let flags = libc::__WALL | if nohang { libc::WNOHANG } else { 0 };
+        // SAFETY: status is a valid, writable int.
+        let r = unsafe { libc::waitpid(tid, &mut status, flags) };
+        match r {
+            -1 => Err(Errno::last()),
+            0 => Ok(None),
+            _ => Ok(Some(status)),
+        }
+    }
+
+    /// `PTRACE_DETACH`, delivering `signal` (0 for none) as the tracee resumes.
+    pub fn detach(tid: Pid, signal: i32) -> Result<(), Errno> {
+        // SAFETY: PTRACE_DETACH takes no pointers; data is the signal number.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_DETACH,
+                tid,
+                std::ptr::null_mut::<libc::c_void>(),
+                signal as usize as *mut libc::c_void,
+            )
+        };
+        if r == -1 { Err(Errno::last()) } else { Ok(()) }
+    }
+}
+
+/// What `waitpid` said about a tracee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Report {
+    /// Stopped by our interrupt (or in a group-stop, `group` true).
+    EventStop { group: bool },
+    /// Stopped on its way to receiving `signal` (which must be re-injected).
+    SignalStop(i32),
+    /// Gone (exited or killed); reaped by this wait.
+    Exited,
+}
+
+fn decode(status: i32) -> Report {
+    if libc::WIFSTOPPED(status) {
+        let sig = libc::WSTOPSIG(status);
+        let event = (status >> 16) & 0xff;
+        if event == libc::PTRACE_EVENT_STOP {
+            let group = matches!(
+                sig,
+                libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+            );
+            Report::EventStop { group }
+        } else if event == 0 {
+            Report::SignalStop(sig)
+        } else {
+            // No PTRACE_O_* option is set, so no other event can come; treat it as a
+            // plain stop without a signal to deliver.
+            Report::EventStop { group: false }
+        }
+    } else {
+        Report::Exited
+    }
+}
+
+/// A thread this worker has seized.
+#[derive(Debug)]
+struct Traced {
+    tid: Pid,
+    /// Signal to deliver at detach.
+    signal: i32,
+}
+
+/// A held task.
+#[derive(Debug)]
+struct HeldTask {
+    deadline: Instant,
+    threads: Vec<Traced>,
+}
+
+enum Command {
+    Capture {
+        pid: Pid,
+        options: CaptureOptions,
+        hold_until: Option<Instant>,
+        reply: mpsc::Sender<(Pid, Result<TaskCapture, CaptureError>)>,
+    },
+    Release {
+        pid: Pid,
+        reply: mpsc::Sender<bool>,
+    },
+}
+
+/// The pool of capture threads. Dropping it releases every held task and ends the threads
+/// (which detaches anything they still trace).
+pub struct Capturer {
+    workers: Vec<Worker>,
+}
+
+struct Worker {
+    tx: Option<mpsc::Sender<Command>>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Capturer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capturer")
+            .field("threads", &self.workers.len())
+            .finish()
+    }
+}
+
+impl Capturer {
+    /// A pool of `threads` capture threads (at least one).
+    pub fn new(threads: usize) -> Capturer {
+        let workers = (0..threads.max(1))
+            .map(|i| {
+                let (tx, rx) = mpsc::channel();
+                let handle = thread::Builder::new()
+                    .name(format!("strata-capture-{i}"))
+                    .spawn(move || WorkerState::default().run(rx))
+                    .expect("spawning a capture thread");
+                Worker {
+                    tx: Some(tx),
+                    handle: Some(handle),
+                }
+            })
+            .collect();
+        Capturer { workers }
+    }
+
+    /// One capture thread per core, at most 8: capture is short syscalls, so more threads
+    /// than cores only adds contention with the (often spinning) targets.
+    pub fn with_default_threads() -> Capturer {
+        let n = thread::available_parallelism().map_or(1, |n| n.get());
+        Capturer::new(n.min(8))
+    }
+
+    fn worker_for(&self, pid: Pid) -> usize {
+        pid.unsigned_abs() as usize % self.workers.len()
+    }
+
+    fn send(&self, pid: Pid, cmd: Command) -> Result<(), CaptureError> {
+        self.workers[self.worker_for(pid)]
+            .tx
+            .as_ref()
+            .ok_or(CaptureError::WorkerGone)?
+            .send(cmd)
+            .map_err(|_| CaptureError::WorkerGone)
+    }
+
+    /// Captures these tasks (in parallel across the pool) and detaches them again. Results
+    /// come in the order of `pids`.
+    pub fn capture(
+        &self,
+        pids: &[Pid],
+        options: &CaptureOptions,
+    ) -> Vec<Result<TaskCapture, CaptureError>> {
+        self.capture_many(pids, options, None)
+    }
+
+    fn capture_many(
+        &self,
+        pids: &[Pid],
+        options: &CaptureOptions,
+        hold_until: Option<Instant>,
+    ) -> Vec<Result<TaskCapture, CaptureError>> {
+        let (reply, results) = mpsc::channel();
+        let mut out: Vec<Option<Result<TaskCapture, CaptureError>>> = vec![None; pids.len()];
+        let mut index: HashMap<Pid, Vec<usize>> = HashMap::new();
+        let mut sent = 0;
+        for (i, &pid) in pids.iter().enumerate() {
+            let list = index.entry(pid).or_default();
+            list.push(i);
+            if list.len() > 1 {
+                continue; // a duplicate pid is captured once
+            }
+            let cmd = Command::Capture {
+                pid,
+                options: options.clone(),
+                hold_until,
+                reply: reply.clone(),
+            };
+            match self.send(pid, cmd) {
+                Ok(()) => sent += 1,
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        drop(reply);
+        for _ in 0..sent {
+            let Ok((pid, result)) = results.recv() else {
+                break;
+            };
+            for &i in &index[&pid] {
+                out[i] = Some(result.clone());
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(CaptureError::WorkerGone)))
+            .collect()
+    }
+
+    /// Captures a task and keeps it stopped until the returned handle is released or
+    /// dropped, or until `hold_for` has passed, whichever comes first.
+    pub fn capture_and_hold(
+        &self,
+        pid: Pid,
+        options: &CaptureOptions,
+        hold_for: Duration,
+    ) -> Result<Held<'_>, CaptureError> {
+        let until = Instant::now() + hold_for;
+        let capture = self
+            .capture_many(&[pid], options, Some(until))
+            .pop()
+            .unwrap_or(Err(CaptureError::WorkerGone))?;
+        Ok(Held {
+            capturer: self,
+            capture,
+            released: false,
+        })
+    }
+
+    fn release(&self, pid: Pid) -> bool {
+        let (reply, rx) = mpsc::channel();
+        if self.send(pid, Command::Release { pid, reply }).is_err() {
+            return false;
+        }
+        rx.recv().unwrap_or(false)
+    }
+}
+
+impl Drop for Capturer {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            w.tx = None; // the worker sees the channel close, releases all and ends
+        }
+        for w in &mut self.workers {
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// A task kept stopped after its capture. Its memory can be read consistently with the
+/// captured stacks until [`Held::release`] (or drop, or the hold deadline).
+#[derive(Debug)]
+pub struct Held<'a> {
+    capturer: &'a Capturer,
+    capture: TaskCapture,
+    released: bool,
+}
+
+impl Held<'_> {
+    pub fn capture(&self) -> &TaskCapture {
+        &self.capture
+    }
+
+    /// The held task's memory. Reads after the hold deadline see a running task.
+    pub fn memory(&self) -> ProcessMemory {
+        ProcessMemory::new(self.capture.pid)
+    }
+
+    /// Lets the task run again. `Err(NotHeld)` when the deadline had already released it.
+    pub fn release(mut self) -> Result<TaskCapture, CaptureError> {
+        self.released = true;
+        let was_held = self.capturer.release(self.capture.pid);
+        let capture = std::mem::replace(
+            &mut self.capture,
+            TaskCapture {
+                pid: 0,
+                threads: vec![],
+                maps: vec![],
+                stopped_for: Duration::ZERO,
+            },
+        );
+        if was_held {
+            Ok(capture)
+        } else {
+            Err(CaptureError::NotHeld(capture.pid))
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            self.capturer.release(self.capture.pid);
+        }
+    }
+}
+
+/// How often a worker with lingering or held tracees looks at them.
+const TICK: Duration = Duration::from_millis(10);
+
+#[derive(Default)]
+struct WorkerState {
+    held: HashMap<Pid, HeldTask>,
+    /// Seized threads that did not stop in time: detached as soon as they stop.
+    lingering: Vec<Traced>,
+}
+
+impl WorkerState {
+    fn run(mut self, rx: mpsc::Receiver<Command>) {
+        loop {
+            let cmd = if self.held.is_empty() && self.lingering.is_empty() {
+                match rx.recv() {
+                    Ok(c) => Some(c),
+                    Err(_) => break,
+                }
+            } else {
+                let next_deadline = self.held.values().map(|h| h.deadline).min();
+                let wait = next_deadline
+                    .map(|d| d.saturating_duration_since(Instant::now()))
+                    .unwrap_or(TICK)
+                    .min(TICK);
+                match rx.recv_timeout(wait) {
+                    Ok(c) => Some(c),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            };
+            match cmd {
+                Some(Command::Capture {
+                    pid,
+                    options,
+                    hold_until,
+                    reply,
+                }) => {
+                    let result = self.capture(pid, &options, hold_until);
+                    let _ = reply.send((pid, result));
+                }
+                Some(Command::Release { pid, reply }) => {
+                    let was = self.release(pid);
+                    let _ = reply.send(was);
+                }
+                None => {}
+            }
+            self.housekeeping();
+        }
+        // Shutting down: let everything go.
+        let pids: Vec<Pid> = self.held.keys().copied().collect();
+        for pid in pids {
+            self.release(pid);
+        }
+        let end = Instant::now() + Duration::from_millis(100);
+        while !self.lingering.is_empty() && Instant::now() < end {
+            self.poll_lingering();
+            thread::sleep(Duration::from_millis(1));
+        }
+        // Whatever still lingers is detached by the kernel when this thread ends.
+    }
+
+    /// Deadlines of held tasks, exits of held threads, lingering threads that stopped.
+    fn housekeeping(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<Pid> = self
+            .held
+            .iter()
+            .filter(|(_, h)| h.deadline <= now)
+            .map(|(&p, _)| p)
+            .collect();
+        for pid in expired {
+            self.release(pid);
+        }
+        // A held task killed meanwhile (SIGKILL ends even a stopped tracee) must be
+        // reaped here, or its parent could not reap it.
+        for h in self.held.values_mut() {
+            h.threads.retain(|t| match sys::wait_raw(t.tid, true) {
+                Ok(None) => true, // still stopped, as held
+                Ok(Some(s)) => decode(s) != Report::Exited,
+                Err(_) => false, // ECHILD: reaped or no longer ours
+            });
+        }
+        self.poll_lingering();
+    }
+
+    fn poll_lingering(&mut self) {
+        self.lingering.retain(|t| match sys::wait_raw(t.tid, true) {
+            Ok(None) => true, // still running in the kernel: keep waiting
+            Ok(Some(s)) => match decode(s) {
+                Report::Exited => false,
+                Report::EventStop { .. } => {
+                    let _ = sys::detach(t.tid, t.signal);
+                    false
+                }
+                Report::SignalStop(sig) => {
+                    let _ = sys::detach(t.tid, sig);
+                    false
+                }
+            },
+            Err(_) => false, // ECHILD: no longer ours
+        });
+    }
+
+    fn release(&mut self, pid: Pid) -> bool {
+        let Some(h) = self.held.remove(&pid) else {
+            return false;
+        };
+        detach_all(h.threads, &mut self.lingering);
+        true
+    }
+
+    fn capture(
+        &mut self,
+        pid: Pid,
+        options: &CaptureOptions,
+        hold_until: Option<Instant>,
+    ) -> Result<TaskCapture, CaptureError> {
+        if self.held.contains_key(&pid) {
+            return Err(CaptureError::AlreadyHeld(pid));
+        }
+        let stat = procfs::stat(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
+        // A zombie leader with live threads (the main thread called pthread_exit) is
+        // still a running task: capture its other threads.
+        let leader_exited = stat.state == 'Z' || stat.state == 'X';
+        if leader_exited && procfs::threads(pid).map_or(0, |t| t.len()) <= 1 {
+            return Err(CaptureError::Zombie(pid));
+        }
+        let maps = procfs::maps(pid).unwrap_or_default();
+
+        let mut infos: HashMap<Pid, ThreadInfo> = HashMap::new();
+        let mut traced: Vec<(Traced, Result<bool, ThreadError>)> = Vec::new(); // Ok(group_stopped)
+        let mut failed: Vec<(Pid, ThreadError)> = Vec::new();
+        let mut first_interrupt: Option<Instant> = None;
+
+        for round in 0..options.max_thread_rounds.max(1) {
+            let tids = match procfs::threads(pid) {
+                Ok(t) => t,
+                Err(_) if round == 0 => return Err(CaptureError::NoSuchProcess(pid)),
+                Err(_) => break,
+            };
+            let new: Vec<Pid> = tids
+                .into_iter()
+                .filter(|t| !infos.contains_key(t))
+                .collect();
+            if new.is_empty() {
+                break;
+            }
+            for &tid in &new {
+                infos.insert(tid, thread_info(pid, tid));
+            }
+            // Seize all, then interrupt all, then wait: the threads stop together.
+            let mut seized = Vec::with_capacity(new.len());
+            for &tid in &new {
+                match ptrace::seize(NixPid::from_raw(tid), ptrace::Options::empty()) {
+                    Ok(()) => seized.push(tid),
+                    Err(Errno::ESRCH) => failed.push((tid, ThreadError::Exited)),
+                    Err(e) if round == 0 && tid == pid && !leader_exited => {
+                        // Nothing is seized yet: explain and give up on this task.
+                        return Err(diagnose_attach(pid, e));
+                    }
+                    Err(e) => failed.push((tid, ThreadError::Attach(e))),
+                }
+            }
+            if round == 0 && seized.is_empty() {
+                return Err(diagnose_attach(pid, Errno::ESRCH));
+            }
+            first_interrupt.get_or_insert_with(Instant::now);
+            let mut waiting = Vec::with_capacity(seized.len());
+            for tid in seized {
+                match ptrace::interrupt(NixPid::from_raw(tid)) {
+                    // ESRCH: exiting; its exit report is collected below.
+                    Ok(()) | Err(Errno::ESRCH) => waiting.push(tid),
+                    Err(e) => {
+                        // Seized but not interrupted: it runs, and will be detached when
+                        // (if ever) it stops.
+                        self.lingering.push(Traced { tid, signal: 0 });
+                        failed.push((tid, ThreadError::Attach(e)));
+                    }
+                }
+            }
+            let deadline = Instant::now() + options.stop_timeout;
+            let spin_until = Instant::now() + Duration::from_micros(500);
+            while !waiting.is_empty() {
+                waiting.retain(|&tid| match sys::wait_raw(tid, true) {
+                    Ok(None) => true,
+                    Ok(Some(s)) => {
+                        match decode(s) {
+                            Report::Exited => failed.push((tid, ThreadError::Exited)),
+                            Report::EventStop { group } => {
+                                traced.push((Traced { tid, signal: 0 }, Ok(group)))
+                            }
+                            Report::SignalStop(sig) => {
+                                traced.push((Traced { tid, signal: sig }, Ok(false)))
+                            }
+                        }
+                        false
+                    }
+                    Err(_) => {
+                        failed.push((tid, ThreadError::Exited));
+                        false
+                    }
+                });
+                if waiting.is_empty() {
+                    break;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    for tid in waiting.drain(..) {
+                        let info = infos.get_mut(&tid).expect("listed thread");
+                        if info.wchan.is_none() {
+                            info.wchan = sleeping_wchan(pid, tid, info.state);
+                        }
+                        let state = info.state;
+                        failed.push((tid, ThreadError::DidNotStop(options.stop_timeout, state)));
+                        self.lingering.push(Traced { tid, signal: 0 });
+                    }
+                    break;
+                }
+                if now < spin_until {
+                    thread::yield_now();
+                } else {
+                    thread::sleep(Duration::from_micros(100));
+                }
+            }
+        }
+
+        // Registers and stacks of the stopped threads.
+        let mut threads: Vec<ThreadCapture> = Vec::with_capacity(infos.len());
+        let mut stopped: Vec<Traced> = Vec::with_capacity(traced.len());
+        for (t, group) in traced {
+            let snapshot = match ptrace::getregs(NixPid::from_raw(t.tid)) {
+                Ok(regs) => {
+                    let regs = Registers::from_user_regs(&regs);
+                    let stack = copy_stack(pid, regs.sp(), &maps, options.max_stack_bytes);
+                    Ok(ThreadSnapshot {
+                        regs,
+                        stack,
+                        pending_signal: (t.signal != 0).then_some(t.signal),
+                        group_stopped: group.unwrap_or(false),
+                    })
+                }
+                Err(e) => Err(ThreadError::Registers(e)),
+            };
+            threads.push(ThreadCapture {
+                info: infos[&t.tid].clone(),
+                snapshot,
+            });
+            stopped.push(t);
+        }
+        for (tid, err) in failed {
+            threads.push(ThreadCapture {
+                info: infos[&tid].clone(),
+                snapshot: Err(err),
+            });
+        }
+
+        let stopped_for;
+        if let Some(until) = hold_until {
+            stopped_for = first_interrupt.map_or(Duration::ZERO, |t| t.elapsed());
+            self.held.insert(
+                pid,
+                HeldTask {
+                    deadline: until,
+                    threads: stopped,
+                },
+            );
+        } else {
+            detach_all(stopped, &mut self.lingering);
+            stopped_for = first_interrupt.map_or(Duration::ZERO, |t| t.elapsed());
+        }
+
+        threads.sort_by_key(|t| (t.info.tid != pid, t.info.tid));
+        let main_gone = threads
+            .iter()
+            .all(|t| matches!(t.snapshot, Err(ThreadError::Exited)));
+        if main_gone {
+            if let Some(h) = self.held.remove(&pid) {
+                detach_all(h.threads, &mut self.lingering);
+            }
+            return Err(CaptureError::ExitedDuringCapture { pid });
+        }
+        Ok(TaskCapture {
+            pid,
+            threads,
+            maps,
+            stopped_for,
+        })
+    }
+}
+
+/// Detaches stopped tracees, re-injecting their signals. One that cannot be detached was
+/// killed meanwhile (or is otherwise not stopped): it is kept for reaping.
+fn detach_all(threads: Vec<Traced>, lingering: &mut Vec<Traced>) {
+    for t in threads {
+        if sys::detach(t.tid, t.signal).is_err() {
+            lingering.push(t);
+        }
+    }
+}
+
+fn thread_info(pid: Pid, tid: Pid) -> ThreadInfo {
+    let stat = procfs::thread_stat(pid, tid).ok();
+    let state = stat.as_ref().map_or('?', |s| s.state);
+    ThreadInfo {
+        tid,
+        comm: stat.as_ref().map(|s| s.comm.clone()).unwrap_or_default(),
+        state,
+        wchan: sleeping_wchan(pid, tid, state),
+    }
+}
+
+/// The wchan of a sleeping thread. The kernel answers "0" when it cannot walk the
+/// sleeper's kernel stack at that instant, which happens now and then on a busy machine
+/// even for a thread blocked for seconds; a second look usually gets it.
+fn sleeping_wchan(pid: Pid, tid: Pid, state: char) -> Option<String> {
+    let tries = if matches!(state, 'S' | 'D' | 'I') {
+        3
+    } else {
+        1
+    };
+    (0..tries).find_map(|_| procfs::wchan(pid, tid))
+}
+
+/// Turns a refused `PTRACE_SEIZE` into an error the user can act on.
+fn diagnose_attach(pid: Pid, errno: Errno) -> CaptureError {
+    if errno == Errno::ESRCH {
+        return match procfs::stat(pid) {
+            Ok(s) if s.state == 'Z' || s.state == 'X' => CaptureError::Zombie(pid),
+            Ok(_) => CaptureError::Os { pid, errno },
+            Err(_) => CaptureError::NoSuchProcess(pid),
+        };
+    }
+    if errno != Errno::EPERM {
+        return CaptureError::Os { pid, errno };
+    }
+    // The kernel also refuses (EPERM) to attach to a task that is exiting: look again a
+    // moment later before blaming permissions.
+    for wait_us in [0, 2000] {
+        std::thread::sleep(Duration::from_micros(wait_us));
+        match procfs::stat(pid) {
+            Err(_) => return CaptureError::ExitedDuringCapture { pid },
+            Ok(s) if s.state == 'Z' || s.state == 'X' => {
+                return CaptureError::ExitedDuringCapture { pid };
+            }
+            Ok(_) => {}
+        }
+    }
+    if let Ok(tracer_tid) = procfs::tracer_pid(pid)
+        && tracer_tid != 0
+    {
+        // TracerPid names the tracing *thread*; the user knows its process.
+        let tracer = procfs::status_field(tracer_tid, "Tgid")
+            .ok()
+            .flatten()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(tracer_tid);
+        let tracer_comm = procfs::stat(tracer).map(|s| s.comm).unwrap_or_default();
+        return CaptureError::AlreadyTraced {
+            pid,
+            tracer,
+            tracer_comm,
+        };
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if let Ok(owner) = procfs::uid(pid)
+        && owner != me
+        && me != 0
+    {
+        return CaptureError::OtherUser { pid, owner, me };
+    }
+    if let Some(scope) = ptrace_scope()
+        && scope > 0
+    {
+        return CaptureError::PtraceScope { pid, scope };
+    }
+    CaptureError::PermissionDenied { pid, errno }
+}
+
+/// `kernel.yama.ptrace_scope`, when the Yama module is present.
+pub fn ptrace_scope() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// x86-64 leaf functions may keep data in the 128 bytes below SP.
+const RED_ZONE: u64 = 128;
+const PAGE: u64 = 4096;
+
+/// Copies `[sp - red zone, end of sp's mapping)`, at most `max` bytes, in one
+/// `process_vm_readv` with page-sized remote pieces so that an unreadable page cuts the
+/// copy short instead of failing it.
+fn copy_stack(pid: Pid, sp: u64, maps: &[Mapping], max: usize) -> MemoryCopy {
+    let start = sp.saturating_sub(RED_ZONE);
+    let end = maps
+        .iter()
+        .find(|m| m.start <= sp && sp < m.end)
+        .map(|m| m.end)
+        // A stack not in the maps read before the stop (a thread created since): copy a
+        // window and let unreadable pages cut it.
+        .unwrap_or(start.saturating_add(64 * 1024));
+    let end = end.min(start.saturating_add(max as u64));
+    if end <= start {
+        return MemoryCopy {
+            base: start,
+            bytes: vec![],
+        };
+    }
+    let mut pieces = Vec::new();
+    let mut at = start;
+    while at < end {
+        let next = ((at / PAGE) + 1) * PAGE;
+        let piece_end = next.min(end);
+        pieces.push(RemoteIoVec {
+            base: at as usize,
+            len: (piece_end - at) as usize,
+        });
+        at = piece_end;
+    }
+    let mut bytes = vec![0u8; (end - start) as usize];
+    let mut copied = 0;
+    // IOV_MAX is 1024: copy in batches of pieces.
+    for batch in pieces.chunks(1024) {
+        let want: usize = batch.iter().map(|p| p.len).sum();
+        let n = process_vm_readv(
+            NixPid::from_raw(pid),
+            &mut [IoSliceMut::new(&mut bytes[copied..copied + want])],
+            batch,
+        )
+        .unwrap_or(0);
+        copied += n;
+        if n < want {
+            break;
+        }
+    }
+    bytes.truncate(copied);
+    MemoryCopy { base: start, bytes }
+}

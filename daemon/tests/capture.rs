@@ -1,0 +1,540 @@
+//! ptrace capture against real processes built by this test (`tests/fixtures/capture_*.c`):
+//! blocked threads, spinning threads, threads that come and go, a thread in uninterruptible
+//! sleep, a group-stopped process, a process that exits during capture. After every test
+//! the targets must be running (or stopped only as they were) and untraced.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid as NixPid;
+use strata_daemon::capture::{CaptureError, CaptureOptions, Capturer, ThreadError};
+use strata_daemon::memory::MemoryReader;
+use strata_daemon::procfs::{self, Pid};
+
+/// The fixtures, compiled once per test run.
+fn fixture(name: &str) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        for name in [
+            "capture_target",
+            "capture_spin",
+            "capture_churn",
+            "capture_vfork",
+        ] {
+            let status = Command::new("cc")
+                .args(["-O0", "-g", "-pthread", "-o"])
+                .arg(dir.path().join(name))
+                .arg(src.join(format!("{name}.c")))
+                .status()
+                .expect("running cc: the capture tests need a C compiler");
+            assert!(status.success(), "compiling {name}.c failed");
+        }
+        dir
+    });
+    dir.path().join(name)
+}
+
+/// A spawned fixture, killed and reaped on Drop.
+///
+/// The fixture runs under an `sh` that waits for it, never as this process's own child:
+/// the capture threads live in this process, and a tracer that is also the parent reaps
+/// its tracee's exit as the parent would, which hides the very bugs (an exited tracee left
+/// unreaped, so its parent hangs) that these tests look for. `parent` is the `sh`.
+struct Target {
+    parent: Child,
+    pid: Pid,
+}
+
+impl Target {
+    fn start(name: &str, args: &[&str]) -> Target {
+        let mut parent = Command::new("sh")
+            .arg("-c")
+            .arg(r#""$@" & echo $!; wait $!"#)
+            .arg("sh")
+            .arg(fixture(name))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn fixture");
+        let mut out = BufReader::new(parent.stdout.take().unwrap());
+        // The fixture's "ready" and sh's pid line can come in either order.
+        let (mut pid, mut ready) = (None, false);
+        for _ in 0..2 {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            match line.trim() {
+                "ready" => ready = true,
+                n => pid = n.parse().ok(),
+            }
+        }
+        assert!(ready, "{name} did not start");
+        Target {
+            parent,
+            pid: pid.expect("fixture pid"),
+        }
+    }
+
+    fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The fixture is dead and its parent has reaped it.
+    fn reaped(&mut self) -> bool {
+        self.parent.try_wait().unwrap().is_some()
+    }
+
+    /// Waits until every thread sleeps (S), so that states and wchans are settled.
+    fn wait_all_sleeping(&self, threads: usize) {
+        wait_for(Duration::from_secs(5), || {
+            let tids = procfs::threads(self.pid()).unwrap();
+            tids.len() == threads
+                && tids
+                    .iter()
+                    .all(|&t| procfs::thread_stat(self.pid(), t).is_ok_and(|s| s.state == 'S'))
+        });
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ =
+            nix::sys::signal::killpg(NixPid::from_raw(self.parent.id() as Pid), Signal::SIGKILL);
+        let _ = self.parent.wait();
+    }
+}
+
+fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < end, "condition not met within {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The target runs freely: no tracer on any thread, and no thread in a stop strata made.
+fn assert_free(pid: Pid) {
+    for tid in procfs::threads(pid).unwrap() {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .unwrap()
+                .trim()
+                .to_string()
+        };
+        assert_eq!(field("TracerPid:"), "0", "thread {tid} still traced");
+        let state = procfs::thread_stat(pid, tid).unwrap().state;
+        assert!(
+            state != 't' && state != 'T',
+            "thread {tid} left stopped ({state})"
+        );
+    }
+}
+
+#[test]
+fn captures_every_thread_and_releases() {
+    let target = Target::start("capture_target", &["3"]);
+    target.wait_all_sleeping(4);
+    let capturer = Capturer::new(2);
+    let result = capturer
+        .capture(&[target.pid()], &CaptureOptions::default())
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_free(target.pid());
+    assert_eq!(result.threads.len(), 4);
+    assert_eq!(
+        result.threads[0].info.tid,
+        target.pid(),
+        "main thread first"
+    );
+    for t in &result.threads {
+        let snap = t.snapshot.as_ref().expect("every thread stopped");
+        assert_eq!(t.info.state, 'S');
+        assert_eq!(t.info.comm, "capture_target");
+        // Blocked in pause(): the kernel names the wait.
+        assert!(t.info.wchan.is_some(), "no wchan for a sleeping thread");
+        // The stack copy starts in the red zone and holds the word at SP.
+        let sp = snap.regs.sp();
+        assert_eq!(snap.stack.base, sp - 128);
+        assert!(snap.stack.bytes.len() >= 256, "stack copy too short");
+        assert!(snap.stack.read_u64(sp).is_ok());
+        assert!(snap.pending_signal.is_none());
+        assert!(!snap.group_stopped);
+        // The instruction pointer is inside an executable mapping.
+        let ip = snap.regs.ip();
+        assert!(
+            result
+                .maps
+                .iter()
+                .any(|m| m.is_executable() && m.start <= ip && ip < m.end),
+            "ip {ip:#x} outside code"
+        );
+    }
+    assert!(result.stopped_for < Duration::from_secs(1));
+    // The process still works: it takes a signal and answers.
+    kill(NixPid::from_raw(target.pid()), Signal::SIGUSR1).unwrap();
+}
+
+#[test]
+fn captures_many_tasks_in_parallel() {
+    let targets: Vec<Target> = (0..6)
+        .map(|i| Target::start("capture_target", &[&(i % 3).to_string()]))
+        .collect();
+    let pids: Vec<Pid> = targets.iter().map(Target::pid).collect();
+    let capturer = Capturer::new(3);
+    for round in 0..20 {
+        let results = capturer.capture(&pids, &CaptureOptions::default());
+        for (i, (r, &pid)) in results.iter().zip(&pids).enumerate() {
+            let r = r
+                .as_ref()
+                .unwrap_or_else(|e| panic!("round {round} task {i}: {e}"));
+            assert_eq!(r.pid, pid, "results come in the order asked");
+            assert_eq!(r.threads.len(), 1 + i % 3);
+            assert!(r.threads.iter().all(|t| t.snapshot.is_ok()));
+        }
+        for &pid in &pids {
+            assert_free(pid);
+        }
+    }
+}
+
+#[test]
+fn spinning_threads_are_stopped_together() {
+    let target = Target::start("capture_spin", &["3"]);
+    let capturer = Capturer::new(1);
+    for _ in 0..20 {
+        let r = capturer
+            .capture(&[target.pid()], &CaptureOptions::default())
+            .pop()
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.threads.len(), 4);
+        assert!(r.threads.iter().all(|t| t.snapshot.is_ok()));
+        assert_free(target.pid());
+    }
+}
+
+#[test]
+fn real_time_signals_arriving_during_captures_are_not_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let count_file = dir.path().join("count");
+    let target = Target::start("capture_target", &["1", count_file.to_str().unwrap()]);
+    let pid = target.pid();
+    let capturer = Capturer::new(1);
+    let sigrt1 = libc::SIGRTMIN() + 1;
+    let sent = 300;
+    let sender = std::thread::spawn(move || {
+        for _ in 0..sent {
+            // nix's `Signal` has no real-time variants and this crate allows no unsafe
+            // code, so the signals go through kill(1).
+            let ok = Command::new("kill")
+                .args([&format!("-{sigrt1}"), &pid.to_string()])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        }
+    });
+    let mut with_signal = 0;
+    while !sender.is_finished() {
+        let r = capturer
+            .capture(&[pid], &CaptureOptions::default())
+            .pop()
+            .unwrap()
+            .unwrap();
+        with_signal += r
+            .threads
+            .iter()
+            .filter(|t| {
+                t.snapshot
+                    .as_ref()
+                    .is_ok_and(|s| s.pending_signal.is_some())
+            })
+            .count();
+    }
+    sender.join().unwrap();
+    assert_free(pid);
+    // Real-time signals queue: every one sent must have reached the handler.
+    wait_for(Duration::from_secs(5), || {
+        kill(NixPid::from_raw(pid), Signal::SIGUSR1).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::read_to_string(&count_file).is_ok_and(|c| c.trim() == sent.to_string())
+    });
+    eprintln!("{with_signal} captures met a signal in flight and re-injected it");
+}
+
+#[test]
+fn threads_that_come_and_go_are_handled() {
+    let target = Target::start("capture_churn", &[]);
+    let capturer = Capturer::new(1);
+    let mut exited = 0;
+    for _ in 0..200 {
+        let r = capturer
+            .capture(&[target.pid()], &CaptureOptions::default())
+            .pop()
+            .unwrap()
+            .unwrap();
+        assert!(r.threads[0].snapshot.is_ok(), "main thread captured");
+        exited += r
+            .threads
+            .iter()
+            .filter(|t| matches!(t.snapshot, Err(ThreadError::Exited)))
+            .count();
+    }
+    // The short-lived threads are detached (or reaped) every time: the process goes on
+    // creating and joining them.
+    let before = procfs::stat(target.pid()).unwrap();
+    assert_ne!(before.state, 'Z');
+    for tid in procfs::threads(target.pid()).unwrap_or_default() {
+        if let Ok(Some(t)) =
+            procfs::status_field(tid, "TracerPid").map(|v| v.map(|v| v.trim().to_string()))
+        {
+            assert_eq!(t, "0", "thread {tid} left traced");
+        }
+    }
+    eprintln!("{exited} threads exited during captures");
+}
+
+#[test]
+fn exiting_process_is_a_per_task_error_and_its_parent_can_reap_it() {
+    let capturer = Capturer::new(1);
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..60 {
+        // A process that exits at about the moment of the capture.
+        // `sh` waits for the `sleep`, which is the target (see `Target`).
+        let mut child = Command::new("sh")
+            .args(["-c", &format!("sleep 0.0{} & echo $!; wait $!", i % 10)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let pid: Pid = line.trim().parse().unwrap();
+        std::thread::sleep(Duration::from_micros(((i * 997) % 90) * 100));
+        let r = capturer
+            .capture(&[pid], &CaptureOptions::default())
+            .pop()
+            .unwrap();
+        let key = match &r {
+            Ok(_) => "captured".to_string(),
+            Err(CaptureError::NoSuchProcess(_)) => "gone".into(),
+            Err(CaptureError::Zombie(_)) => "zombie".into(),
+            Err(CaptureError::ExitedDuringCapture { .. }) => "exited during capture".into(),
+            Err(e) => panic!("unexpected error for an exiting process: {e}"),
+        };
+        *outcomes.entry(key).or_default() += 1;
+        // The parent (this test) must be able to reap it promptly: a tracee that exited
+        // while traced and was never reaped by the tracer would block this wait.
+        let end = Instant::now() + Duration::from_secs(5);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "exited target could not be reaped: {r:?}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    eprintln!("outcomes: {outcomes:?}");
+    assert!(outcomes.get("captured").copied().unwrap_or(0) > 0);
+}
+
+#[test]
+fn thread_in_uninterruptible_sleep_is_reported_and_detached_when_it_wakes() {
+    let target = Target::start("capture_vfork", &["1500"]);
+    let pid = target.pid();
+    wait_for(Duration::from_secs(5), || {
+        procfs::stat(pid).is_ok_and(|s| s.state == 'D')
+    });
+    let capturer = Capturer::new(1);
+    let options = CaptureOptions {
+        stop_timeout: Duration::from_millis(100),
+        ..CaptureOptions::default()
+    };
+    let r = capturer.capture(&[pid], &options).pop().unwrap().unwrap();
+    let main = r.main_thread().unwrap();
+    assert_eq!(main.info.state, 'D');
+    assert!(
+        main.info.wchan.is_some(),
+        "a D-state thread shows its kernel wait: {:?}, now {:?}",
+        main.info,
+        procfs::wchan(pid, pid)
+    );
+    assert!(
+        matches!(main.snapshot, Err(ThreadError::DidNotStop(_, 'D'))),
+        "{:?}",
+        main.snapshot
+    );
+    // Once the vfork child exits, the parent wakes, stops for the pending interrupt, and
+    // the capture thread detaches it: running and untraced again.
+    wait_for(Duration::from_secs(5), || {
+        procfs::tracer_pid(pid).is_ok_and(|t| t == 0)
+            && procfs::stat(pid).is_ok_and(|s| s.state == 'S')
+    });
+    assert_free(pid);
+}
+
+#[test]
+fn group_stopped_process_stays_stopped() {
+    let target = Target::start("capture_target", &["0"]);
+    let pid = target.pid();
+    kill(NixPid::from_raw(pid), Signal::SIGSTOP).unwrap();
+    wait_for(Duration::from_secs(5), || {
+        procfs::stat(pid).is_ok_and(|s| s.state == 'T')
+    });
+    let capturer = Capturer::new(1);
+    let r = capturer
+        .capture(&[pid], &CaptureOptions::default())
+        .pop()
+        .unwrap()
+        .unwrap();
+    let snap = r.threads[0].snapshot.as_ref().unwrap();
+    assert!(snap.group_stopped);
+    assert_eq!(r.threads[0].info.state, 'T');
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        procfs::stat(pid).unwrap().state,
+        'T',
+        "left as the user had it"
+    );
+    assert_eq!(procfs::tracer_pid(pid).unwrap(), 0);
+    kill(NixPid::from_raw(pid), Signal::SIGCONT).unwrap();
+    wait_for(Duration::from_secs(5), || {
+        procfs::stat(pid).is_ok_and(|s| s.state == 'S')
+    });
+    assert_free(pid);
+}
+
+#[test]
+fn hold_keeps_the_task_stopped_until_release() {
+    let target = Target::start("capture_target", &["2"]);
+    let pid = target.pid();
+    target.wait_all_sleeping(3);
+    let capturer = Capturer::new(1);
+    let held = capturer
+        .capture_and_hold(pid, &CaptureOptions::default(), Duration::from_secs(30))
+        .unwrap();
+    for tid in procfs::threads(pid).unwrap() {
+        assert_eq!(procfs::thread_stat(pid, tid).unwrap().state, 't');
+    }
+    assert_ne!(procfs::tracer_pid(pid).unwrap(), 0);
+    // Memory reads see the stopped moment: the word at SP is the one in the copy.
+    let snap = held.capture().threads[0].snapshot.as_ref().unwrap();
+    let sp = snap.regs.sp();
+    assert_eq!(
+        held.memory().read_u64(sp).unwrap(),
+        snap.stack.read_u64(sp).unwrap()
+    );
+    assert!(matches!(
+        capturer.capture_and_hold(pid, &CaptureOptions::default(), Duration::from_secs(1)),
+        Err(CaptureError::AlreadyHeld(_))
+    ));
+    held.release().unwrap();
+    assert_free(pid);
+}
+
+#[test]
+fn hold_deadline_releases_by_itself() {
+    let target = Target::start("capture_target", &["1"]);
+    let pid = target.pid();
+    let capturer = Capturer::new(1);
+    let held = capturer
+        .capture_and_hold(pid, &CaptureOptions::default(), Duration::from_millis(200))
+        .unwrap();
+    assert_ne!(procfs::tracer_pid(pid).unwrap(), 0);
+    wait_for(Duration::from_secs(5), || {
+        procfs::tracer_pid(pid).is_ok_and(|t| t == 0)
+    });
+    assert_free(pid);
+    assert!(matches!(held.release(), Err(CaptureError::NotHeld(_))));
+}
+
+#[test]
+fn held_task_killed_meanwhile_is_reaped_for_its_parent() {
+    let mut target = Target::start("capture_target", &["2"]);
+    let pid = target.pid();
+    let capturer = Capturer::new(1);
+    let held = capturer
+        .capture_and_hold(pid, &CaptureOptions::default(), Duration::from_secs(30))
+        .unwrap();
+    kill(NixPid::from_raw(pid), Signal::SIGKILL).unwrap();
+    // Still held (the handle lives), yet the parent can reap the dead task.
+    let end = Instant::now() + Duration::from_secs(5);
+    while !target.reaped() {
+        assert!(Instant::now() < end, "killed held task could not be reaped");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(held);
+}
+
+#[test]
+fn dropping_the_capturer_releases_held_tasks() {
+    let target = Target::start("capture_target", &["1"]);
+    let pid = target.pid();
+    let capturer = Capturer::new(1);
+    let held = capturer
+        .capture_and_hold(pid, &CaptureOptions::default(), Duration::from_secs(30))
+        .unwrap();
+    std::mem::forget(held); // no release through the handle
+    drop(capturer);
+    assert_free(pid);
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let capturer = Capturer::new(1);
+    let r = capturer.capture(&[i32::MAX - 1], &CaptureOptions::default());
+    assert!(matches!(r[0], Err(CaptureError::NoSuchProcess(_))));
+
+    // A zombie: a child that exited and is not reaped yet.
+    let mut child = Command::new("true").spawn().unwrap();
+    let zpid = child.id() as Pid;
+    wait_for(Duration::from_secs(5), || {
+        procfs::stat(zpid).is_ok_and(|s| s.state == 'Z')
+    });
+    let r = capturer.capture(&[zpid], &CaptureOptions::default());
+    assert!(matches!(r[0], Err(CaptureError::Zombie(_))), "{:?}", r[0]);
+    child.wait().unwrap();
+
+    // Already traced: a second capturer holds it.
+    let target = Target::start("capture_target", &["0"]);
+    let other = Capturer::new(1);
+    let held = other
+        .capture_and_hold(
+            target.pid(),
+            &CaptureOptions::default(),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    let r = capturer.capture(&[target.pid()], &CaptureOptions::default());
+    match &r[0] {
+        Err(e @ CaptureError::AlreadyTraced { tracer, .. }) => {
+            assert_eq!(
+                *tracer,
+                std::process::id() as Pid,
+                "the tracer's process, not thread"
+            );
+            assert!(e.to_string().contains("already traced"));
+        }
+        other => panic!("expected AlreadyTraced, got {other:?}"),
+    }
+    held.release().unwrap();
+    assert_free(target.pid());
+}
