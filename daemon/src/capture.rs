@@ -301,7 +301,12 @@ impl Capturer {
                 let (tx, rx) = mpsc::channel();
                 let handle = thread::Builder::new()
                     .name(format!("strata-capture-{i}"))
-                    .spawn(move || WorkerState::default().run(rx))
+                    .spawn(move || {
+                        // Short polling sleeps should be short: the default 50 us timer
+                        // slack would add itself to every stop.
+                        let _ = nix::sys::prctl::set_timerslack(1000);
+                        WorkerState::default().run(rx)
+                    })
                     .expect("spawning a capture thread");
                 Worker {
                     tx: Some(tx),
@@ -391,16 +396,35 @@ impl Capturer {
         options: &CaptureOptions,
         hold_for: Duration,
     ) -> Result<Held<'_>, CaptureError> {
-        let until = Instant::now() + hold_for;
-        let capture = self
-            .capture_many(&[pid], options, Some(until))
+        self.capture_and_hold_many(&[pid], options, hold_for)
             .pop()
-            .unwrap_or(Err(CaptureError::WorkerGone))?;
-        Ok(Held {
-            capturer: self,
-            capture,
-            released: false,
-        })
+            .unwrap_or(Err(CaptureError::WorkerGone))
+    }
+
+    /// [`Capturer::capture_and_hold`] for several tasks at once (in parallel), results in
+    /// the order of `pids`. A pid listed twice is held once (the second is `AlreadyHeld`).
+    pub fn capture_and_hold_many(
+        &self,
+        pids: &[Pid],
+        options: &CaptureOptions,
+        hold_for: Duration,
+    ) -> Vec<Result<Held<'_>, CaptureError>> {
+        let until = Instant::now() + hold_for;
+        let mut seen = std::collections::HashSet::new();
+        self.capture_many(pids, options, Some(until))
+            .into_iter()
+            .zip(pids)
+            .map(|(r, &pid)| {
+                if !seen.insert(pid) {
+                    return Err(CaptureError::AlreadyHeld(pid));
+                }
+                r.map(|capture| Held {
+                    capturer: self,
+                    capture,
+                    released: false,
+                })
+            })
+            .collect()
     }
 
     fn release(&self, pid: Pid) -> bool {
@@ -654,7 +678,14 @@ impl WorkerState {
                 }
             }
             let deadline = Instant::now() + options.stop_timeout;
-            let spin_until = Instant::now() + Duration::from_micros(500);
+            // Poll with short sleeps, not sched_yield: with spinning targets on every
+            // core, a yield hands the core to a spinner for a whole time slice (measured:
+            // milliseconds of stop time), while a thread waking from a short sleep is
+            // scheduled ahead of them. A blocking waitpid cannot be used: a thread in
+            // uninterruptible sleep (a hung file system) might never stop.
+            // Sleeping threads stop within microseconds: poll without sleeping first.
+            let busy_until = Instant::now() + Duration::from_micros(30);
+            let mut pause = Duration::from_micros(5);
             while !waiting.is_empty() {
                 waiting.retain(|&tid| match sys::wait_raw(tid, true) {
                     Ok(None) => true,
@@ -691,10 +722,9 @@ impl WorkerState {
                     }
                     break;
                 }
-                if now < spin_until {
-                    thread::yield_now();
-                } else {
-                    thread::sleep(Duration::from_micros(100));
+                if now >= busy_until {
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_micros(200));
                 }
             }
         }
