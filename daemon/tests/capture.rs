@@ -4,10 +4,7 @@
 //! the targets must be running (or stopped only as they were) and untraced.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -16,135 +13,25 @@ use strata_daemon::capture::{CaptureError, CaptureOptions, Capturer, ThreadError
 use strata_daemon::memory::MemoryReader;
 use strata_daemon::procfs::{self, Pid};
 
-/// The fixtures, compiled once per test run.
-fn fixture(name: &str) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        for name in [
-            "capture_target",
-            "capture_spin",
-            "capture_churn",
-            "capture_vfork",
-        ] {
-            let status = Command::new("cc")
-                .args(["-O0", "-g", "-pthread", "-o"])
-                .arg(dir.path().join(name))
-                .arg(src.join(format!("{name}.c")))
-                .status()
-                .expect("running cc: the capture tests need a C compiler");
-            assert!(status.success(), "compiling {name}.c failed");
-        }
-        dir
-    });
-    dir.path().join(name)
-}
+#[path = "../../tests/support/target.rs"]
+mod target;
 
-/// A spawned fixture, killed and reaped on Drop.
-///
-/// The fixture runs under an `sh` that waits for it, never as this process's own child:
-/// the capture threads live in this process, and a tracer that is also the parent reaps
-/// its tracee's exit as the parent would, which hides the very bugs (an exited tracee left
-/// unreaped, so its parent hangs) that these tests look for. `parent` is the `sh`.
-struct Target {
-    parent: Child,
-    pid: Pid,
+use target::{Target, assert_free, wait_for};
+
+/// The capture fixtures, at -O0 with debug info.
+fn fixture(name: &str) -> std::path::PathBuf {
+    target::compile(&format!("{name}.c"), name, &["-O0", "-g"])
 }
 
 impl Target {
-    fn start(name: &str, args: &[&str]) -> Target {
-        let mut parent = Command::new("sh")
-            .arg("-c")
-            .arg(r#""$@" & echo $!; wait $!"#)
-            .arg("sh")
-            .arg(fixture(name))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawn fixture");
-        let mut out = BufReader::new(parent.stdout.take().unwrap());
-        // The fixture's "ready" and sh's pid line can come in either order.
-        let (mut pid, mut ready) = (None, false);
-        for _ in 0..2 {
-            let mut line = String::new();
-            out.read_line(&mut line).unwrap();
-            match line.trim() {
-                "ready" => ready = true,
-                n => pid = n.parse().ok(),
-            }
-        }
-        assert!(ready, "{name} did not start");
-        Target {
-            parent,
-            pid: pid.expect("fixture pid"),
-        }
-    }
-
-    fn pid(&self) -> Pid {
-        self.pid
-    }
-
-    /// The fixture is dead and its parent has reaped it.
-    fn reaped(&mut self) -> bool {
-        self.parent.try_wait().unwrap().is_some()
-    }
-
-    /// Waits until every thread sleeps (S), so that states and wchans are settled.
-    fn wait_all_sleeping(&self, threads: usize) {
-        wait_for(Duration::from_secs(5), || {
-            let tids = procfs::threads(self.pid()).unwrap();
-            tids.len() == threads
-                && tids
-                    .iter()
-                    .all(|&t| procfs::thread_stat(self.pid(), t).is_ok_and(|s| s.state == 'S'))
-        });
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ =
-            nix::sys::signal::killpg(NixPid::from_raw(self.parent.id() as Pid), Signal::SIGKILL);
-        let _ = self.parent.wait();
-    }
-}
-
-fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < end, "condition not met within {limit:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// The target runs freely: no tracer on any thread, and no thread in a stop strata made.
-fn assert_free(pid: Pid) {
-    for tid in procfs::threads(pid).unwrap() {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .unwrap()
-                .trim()
-                .to_string()
-        };
-        assert_eq!(field("TracerPid:"), "0", "thread {tid} still traced");
-        let state = procfs::thread_stat(pid, tid).unwrap().state;
-        assert!(
-            state != 't' && state != 'T',
-            "thread {tid} left stopped ({state})"
-        );
+    fn of(name: &str, args: &[&str]) -> Target {
+        Target::start(&fixture(name), args)
     }
 }
 
 #[test]
 fn captures_every_thread_and_releases() {
-    let target = Target::start("capture_target", &["3"]);
+    let target = Target::of("capture_target", &["3"]);
     target.wait_all_sleeping(4);
     let capturer = Capturer::new(2);
     let result = capturer
@@ -190,7 +77,7 @@ fn captures_every_thread_and_releases() {
 #[test]
 fn captures_many_tasks_in_parallel() {
     let targets: Vec<Target> = (0..6)
-        .map(|i| Target::start("capture_target", &[&(i % 3).to_string()]))
+        .map(|i| Target::of("capture_target", &[&(i % 3).to_string()]))
         .collect();
     let pids: Vec<Pid> = targets.iter().map(Target::pid).collect();
     let capturer = Capturer::new(3);
@@ -212,7 +99,7 @@ fn captures_many_tasks_in_parallel() {
 
 #[test]
 fn spinning_threads_are_stopped_together() {
-    let target = Target::start("capture_spin", &["3"]);
+    let target = Target::of("capture_spin", &["3"]);
     let capturer = Capturer::new(1);
     for _ in 0..20 {
         let r = capturer
@@ -230,7 +117,7 @@ fn spinning_threads_are_stopped_together() {
 fn real_time_signals_arriving_during_captures_are_not_lost() {
     let dir = tempfile::tempdir().unwrap();
     let count_file = dir.path().join("count");
-    let target = Target::start("capture_target", &["1", count_file.to_str().unwrap()]);
+    let target = Target::of("capture_target", &["1", count_file.to_str().unwrap()]);
     let pid = target.pid();
     let capturer = Capturer::new(1);
     let sigrt1 = libc::SIGRTMIN() + 1;
@@ -277,7 +164,7 @@ fn real_time_signals_arriving_during_captures_are_not_lost() {
 
 #[test]
 fn threads_that_come_and_go_are_handled() {
-    let target = Target::start("capture_churn", &[]);
+    let target = Target::of("capture_churn", &[]);
     let capturer = Capturer::new(1);
     let mut exited = 0;
     for _ in 0..200 {
@@ -358,7 +245,7 @@ fn exiting_process_is_a_per_task_error_and_its_parent_can_reap_it() {
 
 #[test]
 fn thread_in_uninterruptible_sleep_is_reported_and_detached_when_it_wakes() {
-    let target = Target::start("capture_vfork", &["1500"]);
+    let target = Target::of("capture_vfork", &["1500"]);
     let pid = target.pid();
     wait_for(Duration::from_secs(5), || {
         procfs::stat(pid).is_ok_and(|s| s.state == 'D')
@@ -393,7 +280,7 @@ fn thread_in_uninterruptible_sleep_is_reported_and_detached_when_it_wakes() {
 
 #[test]
 fn group_stopped_process_stays_stopped() {
-    let target = Target::start("capture_target", &["0"]);
+    let target = Target::of("capture_target", &["0"]);
     let pid = target.pid();
     kill(NixPid::from_raw(pid), Signal::SIGSTOP).unwrap();
     wait_for(Duration::from_secs(5), || {
@@ -424,7 +311,7 @@ fn group_stopped_process_stays_stopped() {
 
 #[test]
 fn hold_keeps_the_task_stopped_until_release() {
-    let target = Target::start("capture_target", &["2"]);
+    let target = Target::of("capture_target", &["2"]);
     let pid = target.pid();
     target.wait_all_sleeping(3);
     let capturer = Capturer::new(1);
@@ -452,7 +339,7 @@ fn hold_keeps_the_task_stopped_until_release() {
 
 #[test]
 fn hold_deadline_releases_by_itself() {
-    let target = Target::start("capture_target", &["1"]);
+    let target = Target::of("capture_target", &["1"]);
     let pid = target.pid();
     let capturer = Capturer::new(1);
     let held = capturer
@@ -468,7 +355,7 @@ fn hold_deadline_releases_by_itself() {
 
 #[test]
 fn held_task_killed_meanwhile_is_reaped_for_its_parent() {
-    let mut target = Target::start("capture_target", &["2"]);
+    let mut target = Target::of("capture_target", &["2"]);
     let pid = target.pid();
     let capturer = Capturer::new(1);
     let held = capturer
@@ -486,7 +373,7 @@ fn held_task_killed_meanwhile_is_reaped_for_its_parent() {
 
 #[test]
 fn dropping_the_capturer_releases_held_tasks() {
-    let target = Target::start("capture_target", &["1"]);
+    let target = Target::of("capture_target", &["1"]);
     let pid = target.pid();
     let capturer = Capturer::new(1);
     let held = capturer
@@ -514,7 +401,7 @@ fn errors_name_what_is_wrong() {
     child.wait().unwrap();
 
     // Already traced: a second capturer holds it.
-    let target = Target::start("capture_target", &["0"]);
+    let target = Target::of("capture_target", &["0"]);
     let other = Capturer::new(1);
     let held = other
         .capture_and_hold(

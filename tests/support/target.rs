@@ -1,0 +1,197 @@
+//! Target processes for the tests that stop and unwind real programs: compiles the C/C++
+//! fixtures of `daemon/tests/fixtures/` and runs them so that they are never left behind.
+//! Shared by the daemon's tests and the end-to-end tests (`#[path]`-included by both).
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// `daemon/tests/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../daemon/tests/fixtures")
+}
+
+/// Compiles `fixtures/<source>` (C with `cc`, C++ with `c++` for `.cpp`) with `flags` into
+/// an executable called `name`, once per test process. Panics with the compiler's message
+/// when it fails: a test that needs a compiler must not pass without one.
+pub fn compile(source: &str, name: &str, flags: &[&str]) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"));
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let out = dir.path().join(name);
+    let compiler = if source.ends_with(".cpp") {
+        "c++"
+    } else {
+        "cc"
+    };
+    let result = Command::new(compiler)
+        .args(flags)
+        .arg("-pthread")
+        .arg("-o")
+        .arg(&out)
+        .arg(fixtures_dir().join(source))
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler}: {e} (the tests need gcc/g++)"));
+    assert!(
+        result.status.success(),
+        "compiling {source}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    built.insert(name.to_string(), out.clone());
+    out
+}
+
+/// A running fixture, killed with its process group and reaped on Drop.
+///
+/// The fixture runs under an `sh` that waits for it, never as the test process's own
+/// child: a tracer that is also the parent reaps its tracee's exit as the parent would,
+/// which hides the very bugs (an exited tracee left unreaped, so that its real parent
+/// hangs) that the tests look for. `parent` is that `sh`. Fixtures print `ready` once
+/// they are in the state the test wants.
+pub struct Target {
+    parent: Child,
+    pid: i32,
+}
+
+impl Target {
+    pub fn start(exe: &Path, args: &[&str]) -> Target {
+        Target::start_as(exe, args, None)
+    }
+
+    /// Like [`Target::start`], run by `user` (via `runuser`) when given.
+    pub fn start_as(exe: &Path, args: &[&str], user: Option<&str>) -> Target {
+        let mut cmd = match user {
+            Some(u) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", u, "--", "sh"]);
+                c
+            }
+            None => Command::new("sh"),
+        };
+        let mut parent = cmd
+            .arg("-c")
+            .arg(r#""$@" & echo $!; wait $!"#)
+            .arg("sh")
+            .arg(exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn fixture");
+        let mut out = BufReader::new(parent.stdout.take().expect("piped stdout"));
+        // The fixture's "ready" and sh's pid line can come in either order.
+        let (mut pid, mut ready) = (None, false);
+        for _ in 0..2 {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("fixture output");
+            match line.trim() {
+                "ready" => ready = true,
+                n => pid = n.parse().ok(),
+            }
+        }
+        assert!(ready, "{} did not start", exe.display());
+        Target {
+            parent,
+            pid: pid.expect("fixture pid"),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The fixture is dead and its parent has reaped it.
+    pub fn reaped(&mut self) -> bool {
+        self.parent.try_wait().expect("try_wait").is_some()
+    }
+
+    /// Waits until the process has `threads` threads, all sleeping (S).
+    pub fn wait_all_sleeping(&self, threads: usize) {
+        wait_for(Duration::from_secs(5), || {
+            let tids = thread_ids(self.pid);
+            tids.len() == threads && tids.iter().all(|&t| thread_state(self.pid, t) == Some('S'))
+        });
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.parent.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        // runuser's group may differ: kill the fixture itself too.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = self.parent.wait();
+    }
+}
+
+/// Polls `ok` every 5 ms; panics after `limit`.
+pub fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < end, "condition not met within {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn thread_ids(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// A thread's scheduler state letter (R, S, D, t, T, Z...).
+pub fn thread_state(pid: i32, tid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// `TracerPid` of a thread.
+pub fn tracer(pid: i32, tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The target runs freely: no thread traced, none stopped (`t` is a ptrace stop, `T` a
+/// job-control stop).
+pub fn assert_free(pid: i32) {
+    let tids = thread_ids(pid);
+    assert!(!tids.is_empty(), "process {pid} is gone");
+    for tid in tids {
+        assert_eq!(
+            tracer(pid, tid),
+            Some(0),
+            "thread {tid} of {pid} still traced"
+        );
+        let state = thread_state(pid, tid);
+        assert!(
+            !matches!(state, Some('t' | 'T')),
+            "thread {tid} of {pid} left stopped ({state:?})"
+        );
+    }
+}
