@@ -12,7 +12,8 @@
 //!   [`Registers`] and a mask of which of them are known.
 //! - Lookups use the return address - 1 (the call instruction, which may be the last of
 //!   its function) except in the innermost frame and in the frame a signal interrupted,
-//!   whose pc is the instruction that was about to run.
+//!   whose pc is the instruction that was about to run, and in a signal trampoline, which
+//!   the handler "returns" to at its first instruction (as eu-stack does).
 //! - Signal frames: glibc's `__restore_rt` has CFI with the `S` augmentation whose rules
 //!   are expressions reading the `ucontext_t` on the stack; a trampoline without CFI (musl,
 //!   hand-written) is recognised by its code bytes and the registers are read from the
@@ -78,7 +79,8 @@ pub enum FrameKind {
     Innermost,
     /// A caller: pc is a return address, looked up at pc - 1.
     Call,
-    /// The sigreturn trampoline a signal handler returns to (`__restore_rt`).
+    /// The sigreturn trampoline a signal handler returns to (`__restore_rt`): pc is its
+    /// first instruction, looked up as is.
     SignalHandlerTrampoline,
     /// The frame a signal interrupted: pc is the interrupted instruction, looked up as is.
     SignalInterrupted,
@@ -210,8 +212,8 @@ fn walk(
             end: WalkEnd::Truncated,
         };
     }
-    let first = new_frame(
-        space,
+    let walker = Walker { memory, space };
+    let first = walker.frame(
         regs.ip(),
         FrameKind::Innermost,
         Recovery::Captured,
@@ -219,7 +221,6 @@ fn walk(
         KnownRegs::ALL,
     );
     frames.push(first);
-    let walker = Walker { memory, space };
     let end = loop {
         let callee = frames.len() - 1;
         let step = walker.step(&mut frames[callee], ctx);
@@ -282,33 +283,6 @@ fn check_progress(
     Ok(())
 }
 
-fn new_frame(
-    space: &AddressSpace,
-    pc: u64,
-    kind: FrameKind,
-    how: Recovery,
-    regs: Registers,
-    known: KnownRegs,
-) -> UnwoundFrame {
-    let lookup_pc = match kind {
-        FrameKind::Call | FrameKind::SignalHandlerTrampoline => pc.wrapping_sub(1),
-        FrameKind::Innermost | FrameKind::SignalInterrupted => pc,
-    };
-    let mapping = space.find_index(lookup_pc);
-    let offset = mapping.map_or(pc, |i| pc.wrapping_sub(space.mappings[i].bias));
-    UnwoundFrame {
-        pc,
-        lookup_pc,
-        kind,
-        how,
-        cfa: None,
-        regs,
-        known,
-        mapping,
-        offset,
-    }
-}
-
 /// The CFI found for an address: which section, the FDE, and the bases to evaluate it.
 enum Found<'a> {
     Eh(
@@ -358,15 +332,20 @@ impl<'a> Walker<'a> {
                 find_cfi(m.image()?, callee.lookup_pc.wrapping_sub(m.bias))?,
             ))
         });
-        let sigreturn = self.is_sigreturn(callee.pc);
-        // A trampoline without CFI of its own: its pc - 1 may fall in the FDE of the
-        // function before it, which must not be used.
+        let sigreturn = match callee.kind {
+            FrameKind::SignalHandlerTrampoline => true,
+            // Stopped right at a trampoline's first instruction.
+            FrameKind::Innermost => self.is_sigreturn(callee.pc),
+            FrameKind::Call | FrameKind::SignalInterrupted => false,
+        };
+        // A trampoline without CFI of its own may lie within the FDE range of a function
+        // beside it, which must not be used for it.
         let use_cfi = found
             .as_ref()
             .filter(|(_, f)| !sigreturn || f.is_signal_trampoline());
         if let Some((m, found)) = use_cfi {
             let signal = found.is_signal_trampoline();
-            if signal && callee.kind != FrameKind::Innermost {
+            if signal && callee.kind == FrameKind::Call {
                 callee.kind = FrameKind::SignalHandlerTrampoline;
             }
             let svma = callee.lookup_pc.wrapping_sub(m.bias);
@@ -380,27 +359,16 @@ impl<'a> Walker<'a> {
                 FrameKind::Call
             };
             let pc = r.regs.ip();
-            return Ok(Some(new_frame(
-                self.space,
-                pc,
-                kind,
-                Recovery::Cfi,
-                r.regs,
-                r.known,
-            )));
+            return Ok(Some(self.frame(pc, kind, Recovery::Cfi, r.regs, r.known)));
         }
         if sigreturn {
-            if callee.kind != FrameKind::Innermost {
-                callee.kind = FrameKind::SignalHandlerTrampoline;
-            }
             let sp = callee.reg(Registers::RSP).ok_or_else(|| {
                 format!("sp unknown in the signal trampoline at {:#x}", callee.pc)
             })?;
             let mut regs = registers_from_sigframe(sp, self.memory).map_err(|e| e.to_string())?;
             regs.fs_base = callee.regs.fs_base;
             let pc = regs.ip();
-            return Ok(Some(new_frame(
-                self.space,
+            return Ok(Some(self.frame(
                 pc,
                 FrameKind::SignalInterrupted,
                 Recovery::SignalContext,
@@ -409,6 +377,43 @@ impl<'a> Walker<'a> {
             )));
         }
         self.fallback(callee)
+    }
+
+    /// A frame at `pc`. A return address at a sigreturn trampoline makes the frame a
+    /// [`FrameKind::SignalHandlerTrampoline`], looked up at pc: the handler "returns" to
+    /// its first instruction, and pc - 1 would name the function before it (glibc's
+    /// `__restore_rt` FDE starts one byte early to cope; trampolines without CFI do not).
+    fn frame(
+        &self,
+        pc: u64,
+        kind: FrameKind,
+        how: Recovery,
+        regs: Registers,
+        known: KnownRegs,
+    ) -> UnwoundFrame {
+        let kind = if kind == FrameKind::Call && self.is_sigreturn(pc) {
+            FrameKind::SignalHandlerTrampoline
+        } else {
+            kind
+        };
+        let lookup_pc = match kind {
+            FrameKind::Call => pc.wrapping_sub(1),
+            _ => pc,
+        };
+        let space = self.space;
+        let mapping = space.find_index(lookup_pc);
+        let offset = mapping.map_or(pc, |i| pc.wrapping_sub(space.mappings[i].bias));
+        UnwoundFrame {
+            pc,
+            lookup_pc,
+            kind,
+            how,
+            cfa: None,
+            regs,
+            known,
+            mapping,
+            offset,
+        }
     }
 
     fn is_sigreturn(&self, pc: u64) -> bool {
@@ -490,7 +495,7 @@ impl<'a> Walker<'a> {
             set(Registers::RBP, bp);
         }
         callee.cfa = Some(cfa);
-        new_frame(self.space, ra, FrameKind::Call, how, regs, known)
+        self.frame(ra, FrameKind::Call, how, regs, known)
     }
 
     fn apply_cfi(

@@ -20,7 +20,9 @@ use nix::unistd::Pid as NixPid;
 use strata_daemon::images::{AddressSpace, Image, ImageCache};
 use strata_daemon::memory::{Layered, MemoryCopy, MemoryReader, ProcessMemory, Registers};
 use strata_daemon::procfs::{self, Pid};
-use strata_daemon::unwind::{FrameKind, Recovery, UnwoundStack, WalkEnd, unwind};
+use strata_daemon::unwind::{
+    FrameKind, KnownRegs, Recovery, UnwoundStack, WalkEnd, registers_from_sigframe, unwind,
+};
 
 /// Kills the fixture on Drop, so that a failing assertion leaves nothing behind.
 struct Fixture {
@@ -92,8 +94,9 @@ fn stripped(exe: &Path) -> PathBuf {
 
 /// Starts `exe` and waits until it has printed `ready` `lines` times and all its threads
 /// sleep (blocked in `pause()` or a join).
-fn start(exe: &Path, lines: usize) -> Fixture {
+fn start(exe: &Path, args: &[&str], lines: usize) -> Fixture {
     let mut child = Command::new(exe)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -167,9 +170,24 @@ fn snapshot(pid: Pid, tid: Pid) -> Snapshot {
     taken.unwrap_or_else(|e: String| panic!("snapshot of {tid}: {e}"))
 }
 
-fn address_space(pid: Pid, cache: &ImageCache) -> AddressSpace {
+/// A started fixture and its images.
+struct Target {
+    fixture: Fixture,
+    cache: ImageCache,
+    space: AddressSpace,
+}
+
+fn launch(exe: &Path, args: &[&str], lines: usize) -> Target {
+    let fixture = start(exe, args, lines);
+    let pid = fixture.pid();
+    let cache = ImageCache::new();
     let maps = procfs::maps(pid).expect("maps");
-    AddressSpace::load(pid, &maps, &ProcessMemory::new(pid), cache)
+    let space = AddressSpace::load(pid, &maps, &ProcessMemory::new(pid), &cache);
+    Target {
+        fixture,
+        cache,
+        space,
+    }
 }
 
 /// Unwinds a snapshot from the copy layered over the live process, and checks that the
@@ -269,10 +287,8 @@ fn find_run(names: &[String], seq: &[&str]) -> Option<usize> {
 /// right above libc's `pause`, a normal end, and eu-stack's frames. `twin` is the
 /// unstripped build whose symbols name a stripped one.
 fn check_nested(exe: &Path, twin: Option<&Path>, expect_how: Option<Recovery>) {
-    let fixture = start(exe, 1);
+    let Target { fixture, space, .. } = launch(exe, &[], 1);
     let pid = fixture.pid();
-    let cache = ImageCache::new();
-    let space = address_space(pid, &cache);
     let snap = snapshot(pid, pid);
     let s = unwind_snapshot(pid, &snap, &space);
     let mut twins = HashMap::new();
@@ -369,4 +385,154 @@ fn nested_without_cfi_uses_frame_pointers() {
         ],
     );
     check_nested(&exe, None, Some(Recovery::FramePointer));
+}
+
+/// The handler's stack through the trampoline to the faulting frame, for glibc's
+/// `__restore_rt` (CFI with expressions, `own_restorer` absent) and for a trampoline
+/// without CFI. Returns the fixture (kept alive for eu-stack), the stack and the index of
+/// `handler_waits`.
+fn signal_stack(args: &[&str]) -> (Fixture, UnwoundStack, usize) {
+    let exe = compile("signal", "signal-O2-pie", O2_PIE);
+    let Target { fixture, space, .. } = launch(&exe, args, 1);
+    let pid = fixture.pid();
+    let snap = snapshot(pid, pid);
+    let s = unwind_snapshot(pid, &snap, &space);
+    let n = names(&s, &space, &HashMap::new());
+    let at =
+        find_run(&n, &["handler_waits", "handler"]).unwrap_or_else(|| panic!("{n:?} {:?}", s.end));
+    assert!(n.len() > at + 4, "stopped early: {n:?} {:?}", s.end);
+    let (tramp, interrupted) = (&s.frames[at + 2], &s.frames[at + 3]);
+    assert_eq!(tramp.kind, FrameKind::SignalHandlerTrampoline, "{n:?}");
+    assert_eq!(tramp.lookup_pc, tramp.pc);
+    assert_eq!(n[at + 3], "faulting", "{n:?}");
+    assert_eq!(n[at + 4], "main", "{n:?}");
+    assert_eq!(interrupted.kind, FrameKind::SignalInterrupted);
+    assert_eq!(
+        interrupted.lookup_pc, interrupted.pc,
+        "interrupted: looked up at pc"
+    );
+    assert_eq!(
+        interrupted.known,
+        KnownRegs::ALL,
+        "a signal frame restores every register"
+    );
+    assert!(s.frames[at + 4..].iter().all(|f| f.kind == FrameKind::Call));
+    assert_eq!(s.end, WalkEnd::Outermost, "{n:?}");
+    // The faulting instruction reads through null_pointer: a load from address 0 whose
+    // base register holds 0 in the interrupted frame.
+    assert!(
+        interrupted.regs.values[..16].contains(&0),
+        "{:?}",
+        interrupted.regs
+    );
+    // The ucontext layout, checked on a real signal frame: what the trampoline's stack
+    // holds is what the unwinder recovered for the interrupted frame (by glibc's CFI
+    // expressions, or by reading the ucontext for the trampoline without CFI).
+    let sp = tramp.reg(Registers::RSP).expect("sp in the trampoline");
+    let from_uc = registers_from_sigframe(sp, &snap.stack).expect("ucontext in the copy");
+    assert_eq!(from_uc.values, interrupted.regs.values);
+    (fixture, s, at)
+}
+
+#[test]
+fn signal_handler_through_glibc_restore_rt() {
+    let (fixture, s, at) = signal_stack(&[]);
+    assert_eq!(s.frames[at + 2].how, Recovery::Cfi);
+    // Recovered by __restore_rt's CFI (the S augmentation and register expressions).
+    assert_eq!(s.frames[at + 3].how, Recovery::Cfi);
+    let eu = eu_stack(fixture.pid());
+    assert_matches_eu_stack(&s, &eu[&fixture.pid()], "signal");
+}
+
+#[test]
+fn signal_handler_through_trampoline_without_cfi() {
+    let (fixture, s, at) = signal_stack(&["own-restorer"]);
+    assert_eq!(s.frames[at + 3].how, Recovery::SignalContext);
+    // eu-stack (elfutils 0.188) finds no CFI for the trampoline, looks it up at pc - 1
+    // and stops there: compare the pcs it has.
+    let eu = eu_stack(fixture.pid());
+    let eu = &eu[&fixture.pid()];
+    assert_eq!(
+        eu.len(),
+        at + 3,
+        "eu-stack got further than expected: {eu:?}"
+    );
+    let ours: Vec<u64> = s.frames[..at + 3].iter().map(|f| f.pc).collect();
+    let theirs: Vec<u64> = eu.iter().map(|f| f.0).collect();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn every_thread_of_a_threaded_process() {
+    let exe = compile("threads", "threads-O2-pie", O2_PIE);
+    let Target {
+        fixture,
+        cache,
+        space,
+    } = launch(&exe, &[], 3);
+    let pid = fixture.pid();
+    let tids = procfs::threads(pid).expect("threads");
+    assert_eq!(tids.len(), 4);
+    let stacks: Vec<(Pid, UnwoundStack)> = tids
+        .iter()
+        .map(|&tid| (tid, unwind_snapshot(pid, &snapshot(pid, tid), &space)))
+        .collect();
+    let eu = eu_stack(pid);
+    let expected: [&[&str]; 3] = [
+        &["block", "alpha_inner", "alpha", "run_alpha"],
+        &["block", "beta_inner2", "beta_inner1", "beta", "run_beta"],
+        &["block", "gamma_inner", "gamma_", "run_gamma"],
+    ];
+    let mut found = [0; 3];
+    for (tid, s) in &stacks {
+        let n = names(s, &space, &HashMap::new());
+        assert_eq!(s.end, WalkEnd::Outermost, "thread {tid}: {n:?}");
+        assert_matches_eu_stack(s, &eu[tid], &format!("thread {tid}"));
+        if *tid == pid {
+            assert!(n.iter().any(|f| f == "main"), "{n:?}");
+            continue;
+        }
+        for (i, run) in expected.iter().enumerate() {
+            if find_run(&n, run).is_some() {
+                found[i] += 1;
+            }
+        }
+    }
+    assert_eq!(found, [1, 1, 1], "each thread's functions exactly once");
+    // One parse per binary, whatever the number of threads.
+    let images = space
+        .mappings
+        .iter()
+        .filter(|m| m.image().is_some())
+        .count();
+    assert!(
+        cache.len() <= images,
+        "{} parses for {images} mappings",
+        cache.len()
+    );
+}
+
+/// Rough cost of one unwind (printed; run with --nocapture), bounded loosely so that a
+/// regression to re-parsing images per call fails.
+#[test]
+fn unwinding_is_cheap() {
+    let exe = compile("nested", "nested-O2-pie", O2_PIE);
+    let Target { fixture, space, .. } = launch(&exe, &[], 1);
+    let pid = fixture.pid();
+    let snap = snapshot(pid, pid);
+    let first = unwind(&snap.regs, &snap.stack, &space, 256);
+    assert_eq!(first.end, WalkEnd::Outermost);
+    let runs = 2000;
+    let t = Instant::now();
+    for _ in 0..runs {
+        let s = unwind(&snap.regs, &snap.stack, &space, 256);
+        assert_eq!(s.frames.len(), first.frames.len());
+    }
+    let per = t.elapsed() / runs;
+    eprintln!(
+        "unwind: {per:?} per stack of {} frames ({:?} per frame)",
+        first.frames.len(),
+        per / first.frames.len() as u32
+    );
+    assert!(per < Duration::from_millis(2), "{per:?} per unwind");
 }
