@@ -173,21 +173,18 @@ fn snapshot(pid: Pid, tid: Pid) -> Snapshot {
 /// A started fixture and its images.
 struct Target {
     fixture: Fixture,
-    cache: ImageCache,
     space: AddressSpace,
 }
 
 fn launch(exe: &Path, args: &[&str], lines: usize) -> Target {
     let fixture = start(exe, args, lines);
-    let pid = fixture.pid();
-    let cache = ImageCache::new();
+    let space = load_space(fixture.pid());
+    Target { fixture, space }
+}
+
+fn load_space(pid: Pid) -> AddressSpace {
     let maps = procfs::maps(pid).expect("maps");
-    let space = AddressSpace::load(pid, &maps, &ProcessMemory::new(pid), &cache);
-    Target {
-        fixture,
-        cache,
-        space,
-    }
+    AddressSpace::load(pid, &maps, &ProcessMemory::new(pid), &ImageCache::new())
 }
 
 /// Unwinds a snapshot from the copy layered over the live process, and checks that the
@@ -287,7 +284,7 @@ fn find_run(names: &[String], seq: &[&str]) -> Option<usize> {
 /// right above libc's `pause`, a normal end, and eu-stack's frames. `twin` is the
 /// unstripped build whose symbols name a stripped one.
 fn check_nested(exe: &Path, twin: Option<&Path>, expect_how: Option<Recovery>) {
-    let Target { fixture, space, .. } = launch(exe, &[], 1);
+    let Target { fixture, space } = launch(exe, &[], 1);
     let pid = fixture.pid();
     let snap = snapshot(pid, pid);
     let s = unwind_snapshot(pid, &snap, &space);
@@ -393,7 +390,7 @@ fn nested_without_cfi_uses_frame_pointers() {
 /// `handler_waits`.
 fn signal_stack(args: &[&str]) -> (Fixture, UnwoundStack, usize) {
     let exe = compile("signal", "signal-O2-pie", O2_PIE);
-    let Target { fixture, space, .. } = launch(&exe, args, 1);
+    let Target { fixture, space } = launch(&exe, args, 1);
     let pid = fixture.pid();
     let snap = snapshot(pid, pid);
     let s = unwind_snapshot(pid, &snap, &space);
@@ -465,11 +462,7 @@ fn signal_handler_through_trampoline_without_cfi() {
 #[test]
 fn every_thread_of_a_threaded_process() {
     let exe = compile("threads", "threads-O2-pie", O2_PIE);
-    let Target {
-        fixture,
-        cache,
-        space,
-    } = launch(&exe, &[], 3);
+    let Target { fixture, space } = launch(&exe, &[], 3);
     let pid = fixture.pid();
     let tids = procfs::threads(pid).expect("threads");
     assert_eq!(tids.len(), 4);
@@ -499,17 +492,6 @@ fn every_thread_of_a_threaded_process() {
         }
     }
     assert_eq!(found, [1, 1, 1], "each thread's functions exactly once");
-    // One parse per binary, whatever the number of threads.
-    let images = space
-        .mappings
-        .iter()
-        .filter(|m| m.image().is_some())
-        .count();
-    assert!(
-        cache.len() <= images,
-        "{} parses for {images} mappings",
-        cache.len()
-    );
 }
 
 /// Rough cost of one unwind (printed; run with --nocapture), bounded loosely so that a
@@ -517,7 +499,7 @@ fn every_thread_of_a_threaded_process() {
 #[test]
 fn unwinding_is_cheap() {
     let exe = compile("nested", "nested-O2-pie", O2_PIE);
-    let Target { fixture, space, .. } = launch(&exe, &[], 1);
+    let Target { fixture, space } = launch(&exe, &[], 1);
     let pid = fixture.pid();
     let snap = snapshot(pid, pid);
     let first = unwind(&snap.regs, &snap.stack, &space, 256);
@@ -535,4 +517,39 @@ fn unwinding_is_cheap() {
         per / first.frames.len() as u32
     );
     assert!(per < Duration::from_millis(2), "{per:?} per unwind");
+}
+
+/// A binary deleted and replaced by another one after the process started: its image must
+/// come from /proc/PID/map_files, not from the path (which now names the other binary).
+#[test]
+fn binary_replaced_after_start_is_read_from_map_files() {
+    let built = compile("nested", "nested-O2-pie", O2_PIE);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("replaced");
+    std::fs::copy(&built, &exe).unwrap();
+    let Target { fixture, .. } = launch(&exe, &[], 1);
+    let pid = fixture.pid();
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::copy(compile("threads", "threads-O2-pie", O2_PIE), &exe).unwrap();
+    let space = load_space(pid);
+    let m = space
+        .mappings
+        .iter()
+        .find(|m| m.path.ends_with("replaced (deleted)"))
+        .unwrap_or_else(|| panic!("{:?}", space.mappings));
+    let img = m.image().expect("image of the deleted binary");
+    assert!(img.symbol_address("level3").is_some());
+    assert!(img.symbol_address("alpha").is_none());
+    let s = unwind_snapshot(pid, &snapshot(pid, pid), &space);
+    let n = names(&s, &space, &HashMap::new());
+    assert!(
+        find_run(&n, &["level3", "level2", "level1", "main"]).is_some(),
+        "{n:?}"
+    );
+    assert_eq!(m.short_name(), "replaced");
+    assert!(
+        space
+            .describe(s.frames[1].pc)
+            .starts_with("replaced!level3+0x")
+    );
 }
