@@ -473,7 +473,8 @@ impl AddressSpace {
     }
 
     /// `libc.so.6!__clock_nanosleep+0x5a`, `prog!0x1234` (SVMA, no symbol), or `0x7f..`
-    /// outside any executable mapping. Raw (mangled) names.
+    /// outside any executable mapping. Raw (mangled) names. The address is named as given:
+    /// pass a frame's `lookup_pc` to name the call rather than what follows it.
     pub fn describe(&self, avma: u64) -> String {
         let Some(m) = self.find(avma) else {
             return format!("{avma:#x}");

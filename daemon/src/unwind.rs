@@ -430,7 +430,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Frame pointer chain, or for the innermost frame a return address at `[sp]`.
+    /// Frame pointer chain, or for the innermost (or signal-interrupted) frame a return
+    /// address at `[sp]`.
     fn fallback(&self, callee: &mut UnwoundFrame) -> Result<Option<UnwoundFrame>, String> {
         let sp = callee.reg(Registers::RSP);
         let bp = callee.reg(Registers::RBP);
@@ -442,8 +443,9 @@ impl<'a> Walker<'a> {
             )
         };
         if let (Some(sp), Some(bp)) = (sp, bp) {
-            if bp == 0 && callee.kind != FrameKind::Innermost {
-                // The ABI's end of the frame pointer chain (`_start` clears rbp).
+            if bp == 0 && callee.how == Recovery::FramePointer {
+                // The ABI's end of the frame pointer chain (`_start` clears rbp). Only on
+                // a chain: elsewhere rbp may be an ordinary register that happens to be 0.
                 return Ok(None);
             }
             if bp >= sp && bp % 8 == 0 {
@@ -456,7 +458,13 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        if callee.kind == FrameKind::Innermost
+        // Only where the pc can be anywhere in a function: in a caller the return address
+        // is long gone from [sp].
+        let interrupted = matches!(
+            callee.kind,
+            FrameKind::Innermost | FrameKind::SignalInterrupted
+        );
+        if interrupted
             && let Some(sp) = sp
             && let Ok(ra) = self.memory.read_u64(sp)
             && self.space.find(ra.wrapping_sub(1)).is_some()
@@ -937,8 +945,12 @@ mod tests {
         assert_eq!(s.frames[1].pc, CODE + 0x500);
         assert_eq!(s.frames[1].how, Recovery::StackScan);
         assert_eq!(s.frames[1].reg(Registers::RSP), Some(STACK + 8));
-        // The caller then has rbp 0: the end of the chain.
-        assert_eq!(s.end, WalkEnd::Outermost);
+        // The caller has rbp 0 but was not reached by a frame pointer chain: rbp may be a
+        // plain register there, so this is no proof of the outermost frame.
+        assert!(
+            matches!(&s.end, WalkEnd::Error(e) if e.contains("no frame pointer")),
+            "{s:?}"
+        );
     }
 
     #[test]
@@ -956,5 +968,25 @@ mod tests {
         assert_eq!(r.sp(), 115);
         assert_eq!(r.ip(), 116);
         assert!(registers_from_sigframe(STACK + 8 * 12, &stack(&words)).is_err());
+    }
+
+    /// The vdso, read from this process's memory, has CFI for its functions (a thread
+    /// sampled in `clock_gettime` is in there).
+    #[test]
+    fn vdso_functions_have_cfi() {
+        let pid = std::process::id() as crate::procfs::Pid;
+        let maps = crate::procfs::maps(pid).unwrap();
+        let cache = crate::images::ImageCache::new();
+        let mem = crate::memory::ProcessMemory::new(pid);
+        let space = AddressSpace::load(pid, &maps, &mem, &cache);
+        let vdso = space.mappings.iter().find(|m| m.path == "[vdso]").unwrap();
+        let img = vdso.image().expect("vdso parsed");
+        let f = img
+            .symbol_address("__vdso_clock_gettime")
+            .expect("vdso symbol");
+        assert!(find_cfi(img, f + 1).is_some());
+        let avma = f + vdso.bias;
+        assert!((vdso.start..vdso.end).contains(&avma));
+        assert!(space.describe(avma).starts_with("[vdso]!"));
     }
 }
