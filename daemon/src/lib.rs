@@ -5,9 +5,12 @@
 //! pure code that works on captured data, so that the latter can be tested on recorded
 //! snapshots. A target process is never left stopped or traced.
 //!
-//! Built so far (issue 3, in progress): `procfs`. Capture, unwinding and sampling are next.
+//! Built so far (issue 3, in progress): `procfs`, `discovery`, `memory`, `images` (binary
+//! images of a process) and `unwind` (x86-64 CFI unwinder). Capture and sampling are next.
 
 pub mod capture;
 pub mod discovery;
+pub mod images;
 pub mod memory;
 pub mod procfs;
+pub mod unwind;
