@@ -13,4 +13,5 @@ pub mod discovery;
 pub mod images;
 pub mod memory;
 pub mod procfs;
+pub mod stacks;
 pub mod unwind;

@@ -45,6 +45,24 @@ pub enum Command {
     /// Render a saved result (result.json) as a tree, DOT, JSON or folded stacks.
     #[command(after_help = exit::table())]
     View(ViewArgs),
+    /// Print every thread's stack of running processes (like `eu-stack -p` or
+    /// `py-spy dump`); each process is stopped for microseconds and left running.
+    #[command(after_help = exit::table())]
+    Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// Process ids (several, or comma-separated).
+    #[arg(required = true, value_delimiter = ',', value_name = "PID")]
+    pub pids: Vec<i32>,
+    /// Keep the processes stopped for this many seconds after the capture (so that other
+    /// tools read the same moment); Ctrl-C releases them earlier.
+    #[arg(long, value_name = "SECONDS")]
+    pub hold: Option<f64>,
+    /// At most this many frames per thread.
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -116,6 +134,7 @@ pub struct ViewArgs {
 pub fn run(cli: Cli) -> Result<Exit, Failure> {
     match cli.command {
         Command::View(args) => view(args),
+        Command::Dump(args) => crate::dump::run(args),
     }
 }
 

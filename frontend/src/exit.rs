@@ -20,10 +20,12 @@ pub enum Exit {
     NotFound = 5,
     /// The operating system or resource manager refused access.
     PermissionDenied = 6,
+    /// Ctrl-C or a termination signal: strata detached from every target and stopped.
+    Interrupted = 130,
 }
 
 impl Exit {
-    pub const ALL: [Exit; 7] = [
+    pub const ALL: [Exit; 8] = [
         Exit::Complete,
         Exit::Internal,
         Exit::BadInput,
@@ -31,6 +33,7 @@ impl Exit {
         Exit::Partial,
         Exit::NotFound,
         Exit::PermissionDenied,
+        Exit::Interrupted,
     ];
 
     pub fn code(self) -> u8 {
@@ -46,6 +49,7 @@ impl Exit {
             Exit::Partial => "partial result: some ranks are missing (named in the output)",
             Exit::NotFound => "job or process not found or not running",
             Exit::PermissionDenied => "permission denied",
+            Exit::Interrupted => "interrupted (Ctrl-C, SIGTERM, SIGHUP): every target was detached",
         }
     }
 }

@@ -4,8 +4,10 @@
 //! results (`strata view`) and renders them.
 
 pub mod cli;
+pub mod dump;
 pub mod example;
 pub mod exit;
+pub mod interrupt;
 pub mod output;
 pub mod render;
 pub mod result;

@@ -1,0 +1,85 @@
+//! From a capture to unwound stacks: the glue between `capture` (ptrace), `images` (files)
+//! and the pure `unwind`. Unwinding reads the stack copies taken during the stop, layered
+//! over the live process for anything outside them (code bytes, the vdso): the task may
+//! run again by then, and only its stacks need to be of the captured moment.
+
+use crate::capture::{TaskCapture, ThreadError, ThreadInfo};
+use crate::images::{AddressSpace, ImageCache};
+use crate::memory::{Layered, MemoryReader};
+use crate::procfs::Pid;
+use crate::unwind::{FrameKind, UnwoundFrame, UnwoundStack, unwind};
+
+/// Frames beyond this are cut (the walk ends as truncated): deeper stacks are recursion.
+pub const DEFAULT_MAX_FRAMES: usize = 512;
+
+/// One thread's unwound stack, or why it has none.
+#[derive(Clone, Debug)]
+pub struct ThreadStack {
+    pub info: ThreadInfo,
+    pub stack: Result<UnwoundStack, ThreadError>,
+}
+
+/// Every thread of a captured task, unwound.
+#[derive(Debug)]
+pub struct TaskStacks {
+    pub pid: Pid,
+    /// The task's executable mappings and their images (to name frames).
+    pub space: AddressSpace,
+    /// Main thread first.
+    pub threads: Vec<ThreadStack>,
+}
+
+/// Unwinds every captured thread of `capture`. `live` reads the task's memory now (a
+/// `ProcessMemory`); `cache` shares parsed binaries across tasks.
+pub fn unwind_task(
+    capture: &TaskCapture,
+    cache: &ImageCache,
+    live: &dyn MemoryReader,
+    max_frames: usize,
+) -> TaskStacks {
+    let space = AddressSpace::load(capture.pid, &capture.maps, live, cache);
+    let threads = capture
+        .threads
+        .iter()
+        .map(|t| ThreadStack {
+            info: t.info.clone(),
+            stack: t.snapshot.as_ref().map_err(Clone::clone).map(|snap| {
+                let memory = Layered {
+                    first: &snap.stack,
+                    second: live,
+                };
+                unwind(&snap.regs, &memory, &space, max_frames)
+            }),
+        })
+        .collect();
+    TaskStacks {
+        pid: capture.pid,
+        space,
+        threads,
+    }
+}
+
+/// `libc.so.6!__clock_nanosleep+0x5a` for a frame: the symbol is looked up at the frame's
+/// lookup address (a return address minus one belongs to the call), the offset is the
+/// frame's pc's, as gdb and eu-stack print them.
+pub fn describe_frame(space: &AddressSpace, frame: &UnwoundFrame) -> String {
+    let Some(m) = space.find(frame.lookup_pc) else {
+        return format!("{:#x}", frame.pc);
+    };
+    let svma = frame.lookup_pc.wrapping_sub(m.bias);
+    let extra = frame.pc - frame.lookup_pc;
+    match m.image().and_then(|i| i.symbol(svma)) {
+        Some((name, off)) if off + extra == 0 => format!("{name} ({})", m.short_name()),
+        Some((name, off)) => format!("{name}+{:#x} ({})", off + extra, m.short_name()),
+        None => format!("{:#x} ({})", svma + extra, m.short_name()),
+    }
+}
+
+/// A short tag for frames that are not plain calls.
+pub fn frame_note(frame: &UnwoundFrame) -> Option<&'static str> {
+    match frame.kind {
+        FrameKind::SignalHandlerTrampoline => Some("<signal handler called>"),
+        FrameKind::SignalInterrupted => Some("<interrupted by a signal>"),
+        FrameKind::Innermost | FrameKind::Call => None,
+    }
+}
