@@ -48,7 +48,8 @@ fn dump_prints_every_thread_and_leaves_the_process_running() {
         .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{out}");
     assert_eq!(out.matches("thread_level2").count(), 2, "{out}");
-    assert!(out.contains("state S in "), "a wchan is shown: {out}");
+    // Where each thread waits: the system call (the kernel's wchan is best effort).
+    assert_eq!(out.matches("(system call pause)").count(), 3, "{out}");
     assert_free(t.pid());
 }
 

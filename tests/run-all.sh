@@ -12,8 +12,13 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 2
 fi
 
-# System packages the tests use. graphviz: the DOT test runs `dot -Tsvg` on a 1M-task tree.
-PACKAGES=(graphviz)
+# System packages the tests use:
+# - graphviz: the DOT test runs `dot -Tsvg` on a 1M-task tree;
+# - gcc, g++, libc6-dev: the capture and unwinding tests compile their C/C++ target programs
+#   (libc6-dev also brings libc.a for the statically linked container test);
+# - elfutils: the unwinding tests compare strata's stacks with `eu-stack`;
+# - util-linux: `runuser`, to run strata as the user nobody.
+PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -82,6 +82,11 @@ pub struct ThreadInfo {
     pub state: char,
     /// The kernel function a sleeping thread waits in (`do_epoll_wait`, `futex_wait_queue`...).
     pub wchan: Option<String>,
+    /// The system call a blocked thread is in (x86-64 number; `procfs::syscall_name`).
+    /// Also known when the kernel does not give a wchan: since Linux 6.12 a thread that
+    /// has just gone to sleep can stay queued ("delayed dequeue") for a while on a busy
+    /// machine, and the kernel then answers wchan "0" however long it has slept.
+    pub syscall: Option<u64>,
 }
 
 /// Why a thread has no registers in a capture.
@@ -811,12 +816,17 @@ fn thread_info(pid: Pid, tid: Pid) -> ThreadInfo {
         comm: stat.as_ref().map(|s| s.comm.clone()).unwrap_or_default(),
         state,
         wchan: sleeping_wchan(pid, tid, state),
+        syscall: if matches!(state, 'S' | 'D' | 'I') {
+            procfs::blocked_syscall(pid, tid)
+        } else {
+            None
+        },
     }
 }
 
-/// The wchan of a sleeping thread. The kernel answers "0" when it cannot walk the
-/// sleeper's kernel stack at that instant (seen about once in a few hundred reads in the
-/// test suite, for threads blocked for seconds): look again shortly after.
+/// The wchan of a sleeping thread. The kernel answers "0" for a sleeper it still counts as
+/// queued (delayed dequeue, see `ThreadInfo::syscall`; seen about once in a few hundred
+/// reads in the test suite, for threads blocked for seconds): look again shortly after.
 fn sleeping_wchan(pid: Pid, tid: Pid, state: char) -> Option<String> {
     let pauses: &[u64] = if matches!(state, 'S' | 'D' | 'I') {
         &[0, 50, 500]

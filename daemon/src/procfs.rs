@@ -73,6 +73,59 @@ pub fn wchan(pid: Pid, tid: Pid) -> Option<String> {
     (!w.is_empty() && w != "0").then(|| w.to_string())
 }
 
+/// `/proc/PID/task/TID/syscall`: the number of the system call a blocked thread is in;
+/// `None` when it runs, is blocked outside a system call, or the file cannot be read.
+pub fn blocked_syscall(pid: Pid, tid: Pid) -> Option<u64> {
+    let s = fs::read_to_string(proc_path(pid).join(format!("task/{tid}/syscall"))).ok()?;
+    let first = s.split_whitespace().next()?;
+    // "running", or "-1 sp pc" for a thread blocked outside a system call.
+    first
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| u64::try_from(n).ok())
+}
+
+/// The x86-64 name of the system calls a hung program is usually blocked in (the table is
+/// not complete on purpose: an unknown number is shown as a number).
+pub fn syscall_name(nr: u64) -> Option<&'static str> {
+    Some(match nr {
+        0 => "read",
+        1 => "write",
+        7 => "poll",
+        17 => "pread64",
+        18 => "pwrite64",
+        19 => "readv",
+        20 => "writev",
+        23 => "select",
+        24 => "sched_yield",
+        34 => "pause",
+        35 => "nanosleep",
+        43 => "accept",
+        44 => "sendto",
+        45 => "recvfrom",
+        46 => "sendmsg",
+        47 => "recvmsg",
+        61 => "wait4",
+        72 => "fcntl",
+        74 => "fsync",
+        128 => "rt_sigtimedwait",
+        130 => "rt_sigsuspend",
+        202 => "futex",
+        232 => "epoll_wait",
+        230 => "clock_nanosleep",
+        247 => "waitid",
+        257 => "openat",
+        270 => "pselect6",
+        271 => "ppoll",
+        281 => "epoll_pwait",
+        288 => "accept4",
+        299 => "recvmmsg",
+        441 => "epoll_pwait2",
+        449 => "futex_waitv",
+        _ => return None,
+    })
+}
+
 /// The thread ids of a process, ascending (the main thread's tid equals the pid).
 pub fn threads(pid: Pid) -> io::Result<Vec<Pid>> {
     let mut out: Vec<Pid> = fs::read_dir(proc_path(pid).join("task"))?

@@ -140,6 +140,16 @@ fn render(out: &mut String, capture: &TaskCapture, task: &TaskStacks) {
         if let Some(w) = &info.wchan {
             let _ = write!(head, " in {w}");
         }
+        if let Some(nr) = info.syscall {
+            match strata_daemon::procfs::syscall_name(nr) {
+                Some(name) => {
+                    let _ = write!(head, " (system call {name})");
+                }
+                None => {
+                    let _ = write!(head, " (system call {nr})");
+                }
+            }
+        }
         if let Ok(s) = &snap.snapshot {
             if let Some(sig) = s.pending_signal {
                 let _ = write!(head, " (signal {sig} pending, delivered after detach)");
