@@ -1,6 +1,7 @@
-//! Unwinding real processes end to end: C fixtures (`tests/fixtures/*.c`) compiled by the
-//! test in several ways (-O0, -O2 -fomit-frame-pointer, PIE and not, stripped, without
-//! CFI), blocked in `pause()`. Each is captured by strata's own [`Capturer`] (stopped, registers
+//! Unwinding real processes end to end: fixtures (`tests/fixtures/*.c`, `*.cpp`) compiled
+//! by the test in several ways (-O0, -O2 -fomit-frame-pointer, PIE and not, stripped,
+//! without CFI, C++ templates, a stripped shared library), mostly
+//! blocked in `pause()`. Each is captured by strata's own [`Capturer`] (stopped, registers
 //! and stack copied, detached), must be running and untraced right after, and is unwound
 //! by [`stacks::unwind_task`] from the copy layered over the live process. The result is
 //! checked against the fixture's symbols and, frame for frame, against `eu-stack` run on
@@ -115,6 +116,14 @@ fn names(s: &UnwoundStack, space: &AddressSpace, twins: &HashMap<String, Image>)
         .collect()
 }
 
+/// The mapping path of each frame's module (`?` outside any).
+fn modules(s: &UnwoundStack, space: &AddressSpace) -> Vec<String> {
+    s.frames
+        .iter()
+        .map(|f| f.module(space).map_or("?".into(), |m| m.path.clone()))
+        .collect()
+}
+
 /// `eu-stack -a -p PID`, run while the process is not traced: for each thread, the pc of
 /// each frame and whether eu-stack looked it up at pc - 1 (`- 1` in the activation column,
 /// which eu-stack prints for every frame but the innermost and a signal-interrupted one).
@@ -190,6 +199,17 @@ fn assert_plain_calls(s: &UnwoundStack, what: &str, n: &[String]) {
         "{what}: {:?}",
         s.frames
     );
+}
+
+/// [`assert_plain_calls`], every caller recovered by CFI, and eu-stack's frames for the
+/// main thread of `pid`.
+fn assert_all_by_cfi_as_eu_stack(pid: Pid, s: &UnwoundStack, n: &[String], what: &str) {
+    assert_plain_calls(s, what, n);
+    assert!(
+        s.frames[1..].iter().all(|f| f.how == Recovery::Cfi),
+        "{what}: {s:?}"
+    );
+    assert_main_matches_eu_stack(pid, s, what);
 }
 
 /// The first `count` frames are libc's (pause and what it calls).
@@ -393,6 +413,53 @@ fn signal_handler_through_trampoline_without_cfi() {
     assert_eq!(ours, theirs);
 }
 
+/// The mapping of `maps` holding `addr`, by path (`""` for an anonymous one).
+fn mapping_path(c: &TaskCapture, addr: u64) -> Option<&str> {
+    c.maps
+        .iter()
+        .find(|m| m.start <= addr && addr < m.end)
+        .map(|m| m.path.as_str())
+}
+
+/// The handler runs on an alternate signal stack (an anonymous mapping of its own), the
+/// code it interrupted on the main stack. The capture copies only the stack SP is on, so
+/// the frames past the interrupted one come from live memory (the layered reader of
+/// `unwind_task`); from the copy alone the walk ends right after the interrupted frame.
+#[test]
+fn signal_handler_on_an_alternate_stack() {
+    let SignalStack {
+        target,
+        captured,
+        at,
+    } = signal_stack(&["alt-stack"]);
+    let pid = target.pid();
+    let (s, space) = (captured.stack(pid), captured.space());
+    let snap = captured.snapshot(pid);
+    // The premise: the handler's sp is on the alternate stack (not [stack]), the
+    // interrupted frame's on [stack], outside the copy.
+    let handler_sp = snap.regs.sp();
+    let interrupted_sp = s.frames[at + 3].reg(Registers::RSP).expect("sp");
+    assert_eq!(mapping_path(&captured.capture, handler_sp), Some(""));
+    assert_eq!(
+        mapping_path(&captured.capture, interrupted_sp),
+        Some("[stack]")
+    );
+    assert!(!snap.stack.contains(interrupted_sp, 8));
+    // All plain calls on the main stack went by CFI, found in live memory.
+    assert!(s.frames[at + 4..].iter().all(|f| f.how == Recovery::Cfi));
+    assert_main_matches_eu_stack(pid, s, "sigaltstack");
+    // From the copy alone: the same frames up to the interrupted one (its registers come
+    // from the ucontext on the alternate stack), then no return address to read.
+    let from_copy = unwind(&snap.regs, &snap.stack, space, MAX_FRAMES);
+    let pcs = |s: &UnwoundStack| s.frames.iter().map(|f| (f.pc, f.kind)).collect::<Vec<_>>();
+    assert_eq!(pcs(&from_copy), pcs(s)[..at + 4], "{:?}", from_copy.end);
+    assert!(
+        matches!(&from_copy.end, WalkEnd::Error(e) if e.contains("return address")),
+        "{:?}",
+        from_copy.end
+    );
+}
+
 #[test]
 fn every_thread_of_a_threaded_process() {
     let exe = compile("threads.c", "threads-O2-pie", O2_PIE);
@@ -427,6 +494,114 @@ fn every_thread_of_a_threaded_process() {
         }
     }
     assert_eq!(found, [1, 1, 1], "each thread's functions exactly once");
+}
+
+/// C++ at -O2: std::sort's comparator, std::for_each's lambda and the class template's
+/// members are inlined into `Sorter<int>::run`, which calls the blocking function from
+/// inside the inlined lambda. The physical frames, by their (mangled) symbols, from the
+/// blocking function out to main, all by CFI, and eu-stack's frames.
+#[test]
+fn cpp_o2_with_inlined_templates() {
+    let exe = compile("templates.cpp", "templates-O2", &["-O2", "-g"]);
+    let target = blocked(&exe, &[]);
+    let pid = target.pid();
+    let c = capture(pid);
+    c.assert_copy_suffices();
+    let (s, space) = (c.stack(pid), c.space());
+    let n = names(s, space, &HashMap::new());
+    let at = find_run(&n, &["block_in_template", "_ZN6SorterIiE3runEi", "main"])
+        .unwrap_or_else(|| panic!("frames {n:?}, end {:?}", s.end));
+    assert_first_in_libc(s, space, at, &n);
+    assert_all_by_cfi_as_eu_stack(pid, s, &n, "templates");
+}
+
+/// A program linked against a library of its own that is stripped of everything but its
+/// dynamic symbols: the blocking call is in a static function of the library, which only
+/// the unstripped twin names. The walk crosses the library by its .eh_frame.
+#[test]
+fn stripped_shared_library() {
+    let full = compile(
+        "blocklib.c",
+        "libblocklib-unstripped.so",
+        &["-O2", "-fPIC", "-shared"],
+    );
+    let lib = target::strip(&full, "libblocklib.so", &["--strip-all"]);
+    let dir = lib.parent().expect("build dir").display().to_string();
+    let exe = target::compile_linked(
+        "uses_lib.c",
+        "uses_lib-O2",
+        &["-O2"],
+        &[
+            &format!("-L{dir}"),
+            "-lblocklib",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    let target = blocked(&exe, &[]);
+    let pid = target.pid();
+    let c = capture(pid);
+    c.assert_copy_suffices();
+    let (s, space) = (c.stack(pid), c.space());
+    let lib_image = space
+        .mappings
+        .iter()
+        .find(|m| m.path.ends_with("/libblocklib.so"))
+        .and_then(|m| m.image())
+        .unwrap_or_else(|| panic!("libblocklib.so not loaded: {:?}", space.mappings));
+    assert!(!lib_image.has_symtab, "the library should be stripped");
+    assert!(lib_image.eh_frame.is_some());
+    let n = names(s, space, &twin_of(&lib, &full));
+    let at = find_run(&n, &["lib_inner", "lib_outer", "app_caller", "main"])
+        .unwrap_or_else(|| panic!("frames {n:?}, end {:?}", s.end));
+    // By its own symbols, the stripped library names only its exported function.
+    let own = names(s, space, &HashMap::new());
+    assert_eq!(own[at..at + 3], ["?", "lib_outer", "app_caller"], "{own:?}");
+    let mods = modules(s, space);
+    assert!(mods[at].ends_with("/libblocklib.so") && mods[at + 1] == mods[at]);
+    // Out of lib_inner and lib_outer (and everything else) by CFI.
+    assert_all_by_cfi_as_eu_stack(pid, s, &n, "stripped library");
+}
+
+/// The main thread spins calling clock_gettime(CLOCK_MONOTONIC). Captured repeatedly
+/// until it was stopped inside the vdso a few times; every capture, wherever it stopped
+/// (vdso, libc, the loop itself), must unwind to main. The vdso's image comes from the
+/// process's memory. eu-stack cannot be compared: the thread runs between captures.
+#[test]
+fn thread_stopped_in_the_vdso() {
+    let exe = compile("vdso_spin.c", "vdso_spin-O2-pie", O2_PIE);
+    let target = Target::start(&exe, &[]);
+    let pid = target.pid();
+    let (capturer, cache) = (Capturer::new(1), ImageCache::new());
+    let (mut in_vdso, mut tries) = (Vec::new(), 0);
+    while in_vdso.len() < 3 && tries < 400 {
+        tries += 1;
+        let c = capture_with(&capturer, &cache, pid);
+        c.assert_copy_suffices();
+        let (s, space) = (c.stack(pid), c.space());
+        let n = names(s, space, &HashMap::new());
+        let mods = modules(s, space);
+        let at = find_run(&n, &["spin_in_vdso", "main"])
+            .unwrap_or_else(|| panic!("try {tries}: {n:?} in {mods:?}, end {:?}", s.end));
+        assert_plain_calls(s, "vdso_spin", &n);
+        if mods[0] != "[vdso]" {
+            continue;
+        }
+        // Out of the vdso into libc's clock_gettime, then the caller.
+        assert!(
+            mods[1..at].iter().all(|m| m.contains("libc")) && at >= 2,
+            "{n:?} in {mods:?}"
+        );
+        assert_eq!(s.frames[1].how, Recovery::Cfi, "out of the vdso by its CFI");
+        in_vdso.push(s.frames[0].pc);
+    }
+    assert!(
+        !in_vdso.is_empty(),
+        "never stopped in the vdso in {tries} captures"
+    );
+    eprintln!(
+        "stopped in the vdso {} times of {tries}, at {in_vdso:x?}",
+        in_vdso.len()
+    );
 }
 
 /// Rough cost of one unwind (printed; run with --nocapture), bounded loosely so that a
