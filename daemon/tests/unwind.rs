@@ -1,6 +1,6 @@
 //! Unwinding real processes end to end: fixtures (`tests/fixtures/*.c`, `*.cpp`) compiled
 //! by the test in several ways (-O0, -O2 -fomit-frame-pointer, PIE and not, stripped,
-//! without CFI, C++ templates, a stripped shared library), mostly
+//! without CFI, C++ templates, a stripped shared library, static in a container), mostly
 //! blocked in `pause()`. Each is captured by strata's own [`Capturer`] (stopped, registers
 //! and stack copied, detached), must be running and untraced right after, and is unwound
 //! by [`stacks::unwind_task`] from the copy layered over the live process. The result is
@@ -8,6 +8,7 @@
 //! the same process afterwards (the fixtures are blocked, so their stacks do not change).
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use strata_daemon::capture::{CaptureOptions, Capturer, TaskCapture, ThreadSnapshot};
 use strata_daemon::images::{AddressSpace, Image, ImageCache};
 use strata_daemon::memory::{ProcessMemory, Registers};
-use strata_daemon::procfs::Pid;
+use strata_daemon::procfs::{self, Pid};
 use strata_daemon::stacks::{TaskStacks, unwind_task};
 use strata_daemon::unwind::{
     FrameKind, KnownRegs, Recovery, UnwoundStack, WalkEnd, registers_from_sigframe, unwind,
@@ -602,6 +603,135 @@ fn thread_stopped_in_the_vdso() {
         "stopped in the vdso {} times of {tries}, at {in_vdso:x?}",
         in_vdso.len()
     );
+}
+
+/// A process in a "container": a private mount namespace whose root (by pivot_root) is a
+/// tmpfs holding only a static `nested` build, run as `/prog`. The path in its maps names
+/// nothing on the host: its image can only be read through /proc/PID/map_files or
+/// /proc/PID/root. (A plain chroot would not do: /proc/PID/maps prints paths relative to
+/// the reader's root, so the host would see the real path.)
+struct Container {
+    target: Target,
+    _dir: tempfile::TempDir,
+}
+
+fn start_in_container() -> Container {
+    let exe = compile("nested.c", "nested-static", &["-O2", "-static"]);
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"mount -t tmpfs strata-test "$1" && cp "$2" "$1/prog" && mkdir "$1/old" &&
+        cd "$1" && pivot_root . old && exec /prog"#;
+    let (d, e) = (dir.path().to_str().unwrap(), exe.to_str().unwrap());
+    let args = [
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        d,
+        e,
+    ];
+    let target = blocked(Path::new("unshare"), &args);
+    let maps = procfs::maps(target.pid()).unwrap();
+    assert!(
+        maps.iter().any(|m| m.is_executable() && m.path == "/prog"),
+        "{maps:?}"
+    );
+    assert!(!Path::new("/prog").exists(), "/prog exists on this host");
+    Container { target, _dir: dir }
+}
+
+/// The stack of the static fixture: every frame in `/prog`, named by its own symbols.
+fn check_container_stack(s: &UnwoundStack, space: &AddressSpace) {
+    let n = names(s, space, &HashMap::new());
+    assert!(
+        find_run(&n, &["level3", "level2", "level1", "main"]).is_some(),
+        "{n:?}, end {:?}",
+        s.end
+    );
+    assert!(modules(s, space).iter().all(|m| m == "/prog"), "{n:?}");
+    assert_plain_calls(s, "container", &n);
+}
+
+#[test]
+fn process_in_a_container_is_unwound_through_proc() {
+    let container = start_in_container();
+    let pid = container.target.pid();
+    let c = capture(pid);
+    c.assert_copy_suffices();
+    check_container_stack(c.stack(pid), c.space());
+    // eu-stack opens the path from the maps and fails on this process: nothing to compare.
+}
+
+/// Drops capabilities from the calling thread's effective set (capabilities are
+/// per-thread) and raises them again on Drop.
+struct WithoutCaps(Vec<caps::Capability>);
+
+impl WithoutCaps {
+    fn drop_caps(which: &[caps::Capability]) -> WithoutCaps {
+        for &cap in which {
+            caps::drop(None, caps::CapSet::Effective, cap).expect("drop capability");
+        }
+        WithoutCaps(which.to_vec())
+    }
+}
+
+impl Drop for WithoutCaps {
+    fn drop(&mut self) {
+        for &cap in &self.0 {
+            let _ = caps::raise(None, caps::CapSet::Effective, cap);
+        }
+    }
+}
+
+/// Opening /proc/PID/map_files/* needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, which a
+/// daemon may well not have. Without them (dropped for this thread, which loads the
+/// images; the capture's own threads keep theirs), the image must come through
+/// /proc/PID/root, the only other way to the container's `/prog`.
+#[test]
+fn container_image_loads_through_proc_root_without_map_files() {
+    let container = start_in_container();
+    let pid = container.target.pid();
+    let capture = Capturer::new(1)
+        .capture(&[pid], &CaptureOptions::default())
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_free(pid);
+    let _no_admin = WithoutCaps::drop_caps(&[
+        caps::Capability::CAP_SYS_ADMIN,
+        caps::Capability::CAP_CHECKPOINT_RESTORE,
+    ]);
+    let exe_map = capture
+        .maps
+        .iter()
+        .find(|m| m.is_executable() && m.path == "/prog")
+        .unwrap();
+    // The premise: map_files is refused now, and the root path works.
+    let map_file = format!(
+        "/proc/{pid}/map_files/{:x}-{:x}",
+        exe_map.start, exe_map.end
+    );
+    let refused = File::open(&map_file).expect_err("map_files should be refused");
+    assert_eq!(refused.raw_os_error(), Some(libc::EPERM), "{refused}");
+    assert!(File::open(format!("/proc/{pid}/root/prog")).is_ok());
+    let stacks = unwind_task(
+        &capture,
+        &ImageCache::new(),
+        &ProcessMemory::new(pid),
+        MAX_FRAMES,
+    );
+    let img = stacks
+        .space
+        .mappings
+        .iter()
+        .find(|m| m.path == "/prog")
+        .and_then(|m| m.image())
+        .unwrap_or_else(|| panic!("/prog not loaded: {:?}", stacks.space.mappings));
+    assert!(img.symbol_address("level3").is_some());
+    let s = stacks.threads[0].stack.as_ref().unwrap();
+    check_container_stack(s, &stacks.space);
 }
 
 /// Rough cost of one unwind (printed; run with --nocapture), bounded loosely so that a
