@@ -913,10 +913,13 @@ const PAGE: u64 = 4096;
 /// `process_vm_readv` with page-sized remote pieces so that an unreadable page cuts the
 /// copy short instead of failing it.
 fn copy_stack(pid: Pid, sp: u64, maps: &[Mapping], max: usize) -> MemoryCopy {
-    let start = sp.saturating_sub(RED_ZONE);
-    let end = maps
-        .iter()
-        .find(|m| m.start <= sp && sp < m.end)
+    let mapping = maps.iter().find(|m| m.start <= sp && sp < m.end);
+    // Not below the stack's mapping: the page there is a guard page or another mapping,
+    // and an unreadable first page would cut the whole copy short (to nothing).
+    let start = sp
+        .saturating_sub(RED_ZONE)
+        .max(mapping.map_or(0, |m| m.start));
+    let end = mapping
         .map(|m| m.end)
         // A stack not in the maps read before the stop (a thread created since): copy a
         // window and let unreadable pages cut it.

@@ -433,3 +433,34 @@ fn errors_name_what_is_wrong() {
     held.release().unwrap();
     assert_free(target.pid());
 }
+
+/// A thread whose stack pointer is less than the red zone (128 bytes) above the bottom of
+/// its stack mapping, with an inaccessible page below: the copy must still hold the stack
+/// from SP up, starting where the mapping starts.
+#[test]
+fn stack_copy_when_sp_is_near_the_bottom_of_its_mapping() {
+    let target = Target::of("capture_stack_bottom", &[]);
+    target.wait_all_sleeping(1);
+    let result = Capturer::new(1)
+        .capture(&[target.pid()], &CaptureOptions::default())
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_free(target.pid());
+    let snap = result.threads[0].snapshot.as_ref().expect("stopped");
+    let sp = snap.regs.sp();
+    let m = result
+        .maps
+        .iter()
+        .find(|m| m.start <= sp && sp < m.end)
+        .expect("sp mapped");
+    assert_eq!(sp - m.start, 64, "the fixture's premise");
+    assert!(
+        snap.stack.read_u64(sp).is_ok(),
+        "no word at sp in the copy ({} bytes from {:#x})",
+        snap.stack.bytes.len(),
+        snap.stack.base
+    );
+    assert_eq!(snap.stack.base, m.start, "the copy starts at the mapping");
+    assert_eq!(snap.stack.end(), m.end, "and goes to its end");
+}

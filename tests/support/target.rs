@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -18,18 +18,21 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 /// Compiles `fixtures/<source>` (C with `cc`, C++ with `c++` for `.cpp`) with `flags` into
-/// an executable called `name`, once per test process. Panics with the compiler's message
-/// when it fails: a test that needs a compiler must not pass without one.
+/// a file called `name` (an executable, or whatever `flags` make of it: `-shared`), once per
+/// test process. Panics with the compiler's message when it fails: a test that needs a
+/// compiler must not pass without one.
 pub fn compile(source: &str, name: &str, flags: &[&str]) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"));
-    let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    compile_linked(source, name, flags, &[])
+}
+
+/// [`compile`] with `link` after the source on the command line, where the linker wants
+/// libraries (`-lfoo`) to come.
+pub fn compile_linked(source: &str, name: &str, flags: &[&str], link: &[&str]) -> PathBuf {
+    let mut built = built().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = built.get(name) {
         return p.clone();
     }
-    let out = dir.path().join(name);
+    let out = build_dir().join(name);
     let compiler = if source.ends_with(".cpp") {
         "c++"
     } else {
@@ -41,11 +44,49 @@ pub fn compile(source: &str, name: &str, flags: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(&out)
         .arg(fixtures_dir().join(source))
+        .args(link)
         .output()
         .unwrap_or_else(|e| panic!("running {compiler}: {e} (the tests need gcc/g++)"));
     assert!(
         result.status.success(),
         "compiling {source}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    built.insert(name.to_string(), out.clone());
+    out
+}
+
+/// The temporary directory the fixtures are built into (removed when the test process
+/// ends); also where tests put files derived from them.
+pub fn build_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+}
+
+fn built() -> &'static Mutex<HashMap<String, PathBuf>> {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    BUILT.get_or_init(Default::default)
+}
+
+/// `strip ARGS... -o build_dir()/name input`, once per test process (like [`compile`]).
+pub fn strip(input: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let mut built = built().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let out = build_dir().join(name);
+    let result = Command::new("strip")
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .arg(input)
+        .output()
+        .expect("run strip");
+    assert!(
+        result.status.success(),
+        "strip {}: {}",
+        input.display(),
         String::from_utf8_lossy(&result.stderr)
     );
     built.insert(name.to_string(), out.clone());
@@ -58,19 +99,32 @@ pub fn compile(source: &str, name: &str, flags: &[&str]) -> PathBuf {
 /// child: a tracer that is also the parent reaps its tracee's exit as the parent would,
 /// which hides the very bugs (an exited tracee left unreaped, so that its real parent
 /// hangs) that the tests look for. `parent` is that `sh`. Fixtures print `ready` once
-/// they are in the state the test wants.
+/// they are in the state the test wants (once per thread, for some).
 pub struct Target {
     parent: Child,
     pid: i32,
+    /// Kept open so that a fixture writing after the test stopped reading does not die
+    /// of SIGPIPE.
+    _stdout: BufReader<ChildStdout>,
 }
 
 impl Target {
     pub fn start(exe: &Path, args: &[&str]) -> Target {
-        Target::start_as(exe, args, None)
+        Target::spawn(exe, args, None, 1)
     }
 
     /// Like [`Target::start`], run by `user` (via `runuser`) when given.
     pub fn start_as(exe: &Path, args: &[&str], user: Option<&str>) -> Target {
+        Target::spawn(exe, args, user, 1)
+    }
+
+    /// Like [`Target::start`], for a fixture that prints `ready` `lines` times (say once
+    /// per thread) before it is in the state the test wants.
+    pub fn start_ready(exe: &Path, args: &[&str], lines: usize) -> Target {
+        Target::spawn(exe, args, None, lines)
+    }
+
+    fn spawn(exe: &Path, args: &[&str], user: Option<&str>, lines: usize) -> Target {
         let mut cmd = match user {
             Some(u) => {
                 let mut c = Command::new("runuser");
@@ -92,21 +146,29 @@ impl Target {
             .spawn()
             .expect("spawn fixture");
         let mut out = BufReader::new(parent.stdout.take().expect("piped stdout"));
-        // The fixture's "ready" and sh's pid line can come in either order.
-        let (mut pid, mut ready) = (None, false);
-        for _ in 0..2 {
+        // The fixture's "ready" lines and sh's pid line can come in any order.
+        let (mut pid, mut ready) = (None, 0);
+        while pid.is_none() || ready < lines {
             let mut line = String::new();
-            out.read_line(&mut line).expect("fixture output");
+            let n = out.read_line(&mut line).expect("fixture output");
             match line.trim() {
-                "ready" => ready = true,
-                n => pid = n.parse().ok(),
+                _ if n == 0 => break,
+                "ready" => ready += 1,
+                other => pid = other.parse().ok().or(pid),
             }
         }
-        assert!(ready, "{} did not start", exe.display());
-        Target {
+        // Built before checking, so that Drop kills and reaps what did start.
+        let target = Target {
             parent,
-            pid: pid.expect("fixture pid"),
-        }
+            pid: pid.unwrap_or(0),
+            _stdout: out,
+        };
+        assert!(
+            ready >= lines && target.pid > 0,
+            "{} did not start ({ready} of {lines} ready lines)",
+            exe.display()
+        );
+        target
     }
 
     pub fn pid(&self) -> i32 {
@@ -131,11 +193,14 @@ impl Drop for Target {
     fn drop(&mut self) {
         let group = nix::unistd::Pid::from_raw(self.parent.id() as i32);
         let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        // runuser's group may differ: kill the fixture itself too.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        // runuser's group may differ: kill the fixture itself too (never pid 0 or -1,
+        // which would signal our own group or everything).
+        if self.pid > 0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         let _ = self.parent.wait();
     }
 }
