@@ -22,6 +22,22 @@ fn blocked_target(threads: usize) -> Target {
     t
 }
 
+/// `strata dump --hold 60 PID` in the background, once it holds every thread of `t`.
+fn hold_in_background(t: &Target, stderr: Stdio) -> std::process::Child {
+    let strata = Command::new(strata_bin())
+        .args(["dump", "--hold", "60", &t.pid().to_string()])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    wait_for(Duration::from_secs(10), || {
+        thread_ids(t.pid()).iter().all(|&tid| {
+            thread_state(t.pid(), tid) == Some('t') && tracer(t.pid(), tid).is_some_and(|p| p != 0)
+        })
+    });
+    strata
+}
+
 #[test]
 fn dump_prints_every_thread_and_leaves_the_process_running() {
     let t = blocked_target(2);
@@ -76,17 +92,7 @@ fn missing_processes_get_one_line_and_the_right_exit_code() {
 #[test]
 fn hold_keeps_the_process_stopped_and_ctrl_c_releases_it() {
     let t = blocked_target(1);
-    let mut strata = Command::new(strata_bin())
-        .args(["dump", "--hold", "60", &t.pid().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(Duration::from_secs(10), || {
-        thread_ids(t.pid())
-            .iter()
-            .all(|&tid| thread_state(t.pid(), tid) == Some('t'))
-    });
+    let mut strata = hold_in_background(&t, Stdio::piped());
     kill(Pid::from_raw(strata.id() as i32), Signal::SIGINT).unwrap();
     let status = strata.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -96,17 +102,7 @@ fn hold_keeps_the_process_stopped_and_ctrl_c_releases_it() {
 #[test]
 fn kill_9_while_holding_leaves_the_process_running() {
     let t = blocked_target(3);
-    let mut strata = Command::new(strata_bin())
-        .args(["dump", "--hold", "60", &t.pid().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(Duration::from_secs(10), || {
-        thread_ids(t.pid())
-            .iter()
-            .all(|&tid| tracer(t.pid(), tid).is_some_and(|p| p != 0))
-    });
+    let mut strata = hold_in_background(&t, Stdio::null());
     strata.kill().unwrap(); // SIGKILL
     strata.wait().unwrap();
     // The kernel detaches the tracees of a dead tracer and resumes them.
@@ -154,15 +150,7 @@ fn kill_9_during_captures_never_leaves_a_target_stopped() {
 #[test]
 fn process_already_traced_is_refused_with_the_tracer_named() {
     let t = blocked_target(0);
-    let mut holder = Command::new(strata_bin())
-        .args(["dump", "--hold", "60", &t.pid().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(Duration::from_secs(10), || {
-        tracer(t.pid(), t.pid()).is_some_and(|p| p != 0)
-    });
+    let mut holder = hold_in_background(&t, Stdio::null());
     let (code, _, err) = parts(&strata(&["dump", &t.pid().to_string()]));
     assert_eq!(code, 6, "{err}");
     assert!(
