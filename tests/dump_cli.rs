@@ -87,6 +87,13 @@ fn missing_processes_get_one_line_and_the_right_exit_code() {
 
     let (code, _, err) = parts(&strata(&["dump", "notapid"]));
     assert_eq!(code, 2, "{err}");
+
+    // kthreadd, pid 2, in every pid namespace that shows kernel threads.
+    if std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd") {
+        let (code, _, err) = parts(&strata(&["dump", "2"]));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("kernel thread"), "{err}");
+    }
 }
 
 #[test]

@@ -172,6 +172,8 @@ pub enum CaptureError {
     PermissionDenied { pid: Pid, errno: Errno },
     #[error("ptrace of process {pid} failed: {errno}")]
     Os { pid: Pid, errno: Errno },
+    #[error("process {0} is a kernel thread: it has no user-space stack to show")]
+    KernelThread(Pid),
     #[error("process {0} is not held (its hold deadline passed, or it was released)")]
     NotHeld(Pid),
     #[error("process {0} is already held by this capture session")]
@@ -864,6 +866,9 @@ fn diagnose_attach(pid: Pid, errno: Errno) -> CaptureError {
             }
             Ok(_) => {}
         }
+    }
+    if procfs::maps(pid).is_ok_and(|m| m.is_empty()) {
+        return CaptureError::KernelThread(pid);
     }
     if let Ok(tracer_tid) = procfs::tracer_pid(pid)
         && tracer_tid != 0

@@ -110,6 +110,7 @@ fn outcome(asked: usize, errors: &[CaptureError]) -> Exit {
             CaptureError::NoSuchProcess(_)
             | CaptureError::Zombie(_)
             | CaptureError::ExitedDuringCapture { .. } => Exit::NotFound,
+            CaptureError::KernelThread(_) => Exit::BadInput,
             CaptureError::AlreadyTraced { .. }
             | CaptureError::OtherUser { .. }
             | CaptureError::PtraceScope { .. }
