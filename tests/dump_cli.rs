@@ -54,7 +54,7 @@ fn dump_prints_every_thread_and_leaves_the_process_running() {
         .nth(1)
         .expect("a main thread block")
         .to_string();
-    let order: Vec<usize> = ["main_level3", "main_level2", "main_level1", " main+"]
+    let order: Vec<usize> = ["main_level3", "main_level2", "main_level1", " main at "]
         .iter()
         .map(|f| {
             main_block

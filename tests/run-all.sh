@@ -17,8 +17,9 @@ fi
 # - gcc, g++, libc6-dev: the capture and unwinding tests compile their C/C++ target programs
 #   (libc6-dev also brings libc.a for the statically linked container test);
 # - elfutils: the unwinding tests compare strata's stacks with `eu-stack`;
-# - util-linux: `runuser`, to run strata as the user nobody.
-PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux)
+# - util-linux: `runuser`, to run strata as the user nobody;
+# - openmpi-bin, libopenmpi-dev: `strata attach` is tested on a hung Open MPI job.
+PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

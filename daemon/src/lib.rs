@@ -13,5 +13,6 @@ pub mod discovery;
 pub mod images;
 pub mod memory;
 pub mod procfs;
+pub mod sampler;
 pub mod stacks;
 pub mod unwind;

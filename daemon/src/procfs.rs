@@ -112,6 +112,7 @@ pub fn syscall_name(nr: u64) -> Option<&'static str> {
         130 => "rt_sigsuspend",
         202 => "futex",
         232 => "epoll_wait",
+        219 => "restart_syscall",
         230 => "clock_nanosleep",
         247 => "waitid",
         257 => "openat",

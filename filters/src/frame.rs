@@ -78,16 +78,20 @@ pub enum Special {
     NotAttached,
     /// The stack was deeper than the frame limit; the innermost frames are missing.
     Truncated,
+    /// The thread sleeps uninterruptibly in the kernel (state D: I/O, a hung file system)
+    /// and cannot be stopped to read its stack; the rank table has its `wchan`.
+    Uninterruptible,
 }
 
 impl Special {
-    pub const ALL: [Special; 6] = [
+    pub const ALL: [Special; 7] = [
         Special::TaskExited,
         Special::UnwindError,
         Special::DaemonUnreachable,
         Special::RanksUnknown,
         Special::NotAttached,
         Special::Truncated,
+        Special::Uninterruptible,
     ];
 
     /// The label shown in every rendering, e.g. `[task exited]`.
@@ -99,6 +103,7 @@ impl Special {
             Special::RanksUnknown => "[ranks unknown]",
             Special::NotAttached => "[not attached]",
             Special::Truncated => "[truncated]",
+            Special::Uninterruptible => "[uninterruptible sleep]",
         }
     }
 

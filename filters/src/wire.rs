@@ -97,6 +97,7 @@ fn special_to_pb(s: Special) -> pb::SpecialFrame {
         Special::RanksUnknown => pb::SpecialFrame::RanksUnknown,
         Special::NotAttached => pb::SpecialFrame::NotAttached,
         Special::Truncated => pb::SpecialFrame::Truncated,
+        Special::Uninterruptible => pb::SpecialFrame::Uninterruptible,
     }
 }
 
@@ -121,6 +122,7 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
         Ok(pb::SpecialFrame::RanksUnknown) => Some(Special::RanksUnknown),
         Ok(pb::SpecialFrame::NotAttached) => Some(Special::NotAttached),
         Ok(pb::SpecialFrame::Truncated) => Some(Special::Truncated),
+        Ok(pb::SpecialFrame::Uninterruptible) => Some(Special::Uninterruptible),
         Err(_) => return Err(format!("unknown special frame kind {}", f.special)),
     };
     if let Some(s) = special {

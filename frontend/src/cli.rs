@@ -45,10 +45,72 @@ pub enum Command {
     /// Render a saved result (result.json) as a tree, DOT, JSON or folded stacks.
     #[command(after_help = exit::table())]
     View(ViewArgs),
+    /// Sample the stacks of a running job's ranks on this host, merge them into a
+    /// call-graph prefix tree and show its equivalence classes.
+    #[command(after_help = exit::table())]
+    Attach(AttachArgs),
     /// Print every thread's stack of running processes (like `eu-stack -p` or
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
     Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pids", "launcher_pid"])))]
+pub struct AttachArgs {
+    /// The ranks' process ids, in rank order (serial mode: rank i is the i-th pid).
+    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
+    pub pids: Vec<i32>,
+    /// A launcher on this host (mpirun, prterun, mpiexec, srun): its descendants that
+    /// carry an MPI rank in their environment are the ranks.
+    #[arg(long, value_name = "PID")]
+    pub launcher_pid: Option<i32>,
+    /// Number of samples.
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub samples: u32,
+    /// Time between samples (`100ms`, `0.5s`, `2s`), varied by up to 20% at random.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Sample every thread (by default the main thread of each rank).
+    #[arg(long)]
+    pub threads: bool,
+    /// Also print these ranks' full stacks, every thread, from the last sample.
+    #[arg(long, value_delimiter = ',', value_name = "R,...")]
+    pub rank: Vec<u32>,
+    /// Where to write the result files (default: strata-results/<job>-<time>/).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Write no result files.
+    #[arg(long, conflicts_with = "output")]
+    pub no_files: bool,
+    /// Where separate debug information lives (repeatable; default /usr/lib/debug).
+    #[arg(long, value_name = "DIR")]
+    pub debug_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub show: ShowArgs,
+}
+
+/// `100ms`, `1.5s`, `2` (seconds).
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (write 100ms, 0.5s or 2s)"))?;
+    let secs = v * scale;
+    if !(0.0..=3600.0).contains(&secs) {
+        return Err(format!("'{text}': give a duration between 0 and 1 hour"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Args)]
@@ -63,6 +125,9 @@ pub struct DumpArgs {
     /// At most this many frames per thread.
     #[arg(long, value_name = "N")]
     pub max_frames: Option<usize>,
+    /// Where separate debug information lives (repeatable; default /usr/lib/debug).
+    #[arg(long, value_name = "DIR")]
+    pub debug_dir: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -104,6 +169,17 @@ pub enum ColorArg {
 pub struct ViewArgs {
     /// A result file written by strata (result.json).
     pub result: PathBuf,
+    #[command(flatten)]
+    pub show: ShowArgs,
+    /// Also write every rendering (result.json, tree.txt, tree-3d.dot, tree-2d.dot,
+    /// stacks.folded) into this directory.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+/// How a result is shown on standard output (shared by `view` and `attach`).
+#[derive(Debug, Args)]
+pub struct ShowArgs {
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value = "text")]
     pub format: FormatArg,
@@ -117,10 +193,6 @@ pub struct ViewArgs {
     /// Which tree to draw.
     #[arg(long, value_enum, default_value = "3d")]
     pub tree: TreeArg,
-    /// Also write every rendering (result.json, tree.txt, tree-3d.dot, tree-2d.dot,
-    /// stacks.folded) into this directory.
-    #[arg(long, short = 'o', value_name = "DIR")]
-    pub output: Option<PathBuf>,
     /// On a terminal, print every branch and every class (by default a node shows its 16
     /// largest branches and the class list its 10 smallest and 10 largest classes).
     #[arg(long)]
@@ -135,12 +207,26 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     match cli.command {
         Command::View(args) => view(args),
         Command::Dump(args) => crate::dump::run(args),
+        Command::Attach(args) => crate::attach::run(args),
     }
 }
 
 fn view(args: ViewArgs) -> Result<Exit, Failure> {
     let result = StrataResult::read(&args.result)
         .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    show(&result, &args.show)?;
+    if let Some(dir) = args.output {
+        write_files(&result, &dir)?;
+    }
+    Ok(if result.meta.missing.is_empty() {
+        Exit::Complete
+    } else {
+        Exit::Partial
+    })
+}
+
+/// Prints `result` on standard output as `args` say.
+pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
     let opts = ViewOptions {
         granularity: match args.granularity {
             GranularityArg::Function => Granularity::Function,
@@ -174,31 +260,33 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
             ..TextOptions::default()
         }
     };
-    let body = render::render(&result, format, kind, opts, text_opts);
-    let mut out = stdout.lock();
-    if let Err(e) = out.write_all(body.as_bytes()).and_then(|_| out.flush()) {
-        // A closed pipe (`strata view r.json | head`) is the reader's choice, not an error.
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(Failure::new(
-                Exit::Internal,
-                format!("cannot write to standard output: {e}"),
-            ));
-        }
+    write_stdout(&render::render(result, format, kind, opts, text_opts))
+}
+
+/// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
+/// choice, not an error.
+pub fn write_stdout(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::new(
+            Exit::Internal,
+            format!("cannot write to standard output: {e}"),
+        )),
     }
-    if let Some(dir) = args.output {
-        let written = output::write_all(&result, &dir).map_err(|e| {
-            Failure::new(
-                Exit::BadInput,
-                format!("cannot write result files to {}: {e}", dir.display()),
-            )
-        })?;
-        eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
-    }
-    Ok(if result.meta.missing.is_empty() {
-        Exit::Complete
-    } else {
-        Exit::Partial
-    })
+}
+
+/// Writes the result directory and says where on stderr.
+pub fn write_files(result: &StrataResult, dir: &std::path::Path) -> Result<(), Failure> {
+    let written = output::write_all(result, dir).map_err(|e| {
+        Failure::new(
+            Exit::BadInput,
+            format!("cannot write result files to {}: {e}", dir.display()),
+        )
+    })?;
+    eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
+    Ok(())
 }
 
 fn terminal_width() -> Option<usize> {

@@ -1,22 +1,21 @@
 //! `strata dump PID...`: every thread's stack of running processes, like `eu-stack -p` or
-//! `py-spy dump`, through strata's own capture and unwinder. It is the single-host,
-//! no-merging base the sampling commands build on, and the tool to check strata's stacks
-//! against other debuggers.
+//! `py-spy dump`, through strata's own capture, unwinder and symbolizer. It is the
+//! single-host, no-merging base the sampling commands build on, and the tool to check
+//! strata's stacks against other debuggers.
 
-use std::fmt::Write as _;
-use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use strata_daemon::capture::{CaptureError, CaptureOptions, Capturer, TaskCapture};
-use strata_daemon::images::ImageCache;
-use strata_daemon::memory::ProcessMemory;
-use strata_daemon::stacks::{self, DEFAULT_MAX_FRAMES, TaskStacks};
-use strata_daemon::unwind::WalkEnd;
+use strata_daemon::capture::{CaptureError, CaptureOptions, Capturer, Held, TaskCapture};
+use strata_daemon::sampler::Sampler;
+use strata_daemon::stacks::DEFAULT_MAX_FRAMES;
+use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 
-use crate::cli::{DumpArgs, Failure};
+use crate::cli::{DumpArgs, Failure, write_stdout};
 use crate::exit::Exit;
 use crate::interrupt;
+use crate::render::stacks::render_process;
 
 pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     let hold = match args.hold {
@@ -33,30 +32,27 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     };
     // Before any capture thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
-        Failure::new(
-            Exit::Internal,
-            format!("cannot set up signal handling: {e}"),
-        )
+        Failure::new(Exit::Internal, format!("cannot set up signal handling: {e}"))
     })?;
     let capturer = Capturer::with_default_threads();
+    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));
     let options = CaptureOptions::default();
-    let cache = ImageCache::new();
     let max_frames = args.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
 
-    let (captures, held) = match hold {
-        Some(d) => {
-            let held = capturer.capture_and_hold_many(&args.pids, &options, d);
-            let captures: Vec<Result<TaskCapture, CaptureError>> = held
-                .iter()
-                .map(|h| {
-                    h.as_ref()
-                        .map(|h| h.capture().clone())
-                        .map_err(Clone::clone)
+    let mut held: Vec<Held<'_>> = Vec::new();
+    let captures: Vec<Result<TaskCapture, CaptureError>> = match hold {
+        Some(d) => capturer
+            .capture_and_hold_many(&args.pids, &options, d)
+            .into_iter()
+            .map(|h| {
+                h.map(|h| {
+                    let c = h.capture().clone();
+                    held.push(h);
+                    c
                 })
-                .collect();
-            (captures, held.into_iter().filter_map(Result::ok).collect())
-        }
-        None => (capturer.capture(&args.pids, &options), Vec::new()),
+            })
+            .collect(),
+        None => capturer.capture(&args.pids, &options),
     };
 
     let mut out = String::new();
@@ -64,9 +60,9 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     for (pid, result) in args.pids.iter().zip(captures) {
         match result {
             Ok(capture) => {
-                let live = ProcessMemory::new(*pid);
-                let task = stacks::unwind_task(&capture, &cache, &live, max_frames);
-                render(&mut out, &capture, &task);
+                let stacks = sampler.unwind(&capture, max_frames);
+                let threads = sampler.symbolized(&stacks);
+                render_process(&mut out, &capture, None, &threads);
             }
             Err(e) => {
                 eprintln!("strata: pid {pid}: {e}");
@@ -101,103 +97,37 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     Ok(outcome(args.pids.len(), &errors))
 }
 
+/// Debug directories from `--debug-dir`, else the system's.
+pub fn symbol_options(dirs: &[PathBuf]) -> SymbolOptions {
+    if dirs.is_empty() {
+        SymbolOptions::default()
+    } else {
+        SymbolOptions {
+            debug_dirs: dirs.to_vec(),
+        }
+    }
+}
+
 /// All captured: complete; some: partial; none: the first error's kind.
-fn outcome(asked: usize, errors: &[CaptureError]) -> Exit {
+pub fn outcome(asked: usize, errors: &[CaptureError]) -> Exit {
     match errors.first() {
         None => Exit::Complete,
         Some(_) if errors.len() < asked => Exit::Partial,
-        Some(e) => match e {
-            CaptureError::NoSuchProcess(_)
-            | CaptureError::Zombie(_)
-            | CaptureError::ExitedDuringCapture { .. } => Exit::NotFound,
-            CaptureError::KernelThread(_) => Exit::BadInput,
-            CaptureError::AlreadyTraced { .. }
-            | CaptureError::OtherUser { .. }
-            | CaptureError::PtraceScope { .. }
-            | CaptureError::PermissionDenied { .. } => Exit::PermissionDenied,
-            _ => Exit::Internal,
-        },
+        Some(e) => error_exit(e),
     }
 }
 
-fn render(out: &mut String, capture: &TaskCapture, task: &TaskStacks) {
-    let comm = capture
-        .main_thread()
-        .map_or("?", |t| t.info.comm.as_str())
-        .to_string();
-    let _ = writeln!(
-        out,
-        "Process {} ({comm}): {} thread(s), stopped for {} us",
-        capture.pid,
-        capture.threads.len(),
-        capture.stopped_for.as_micros()
-    );
-    for (t, snap) in task.threads.iter().zip(&capture.threads) {
-        let info = &t.info;
-        let mut head = format!(
-            "  Thread {} \"{}\" state {}",
-            info.tid, info.comm, info.state
-        );
-        if let Some(w) = &info.wchan {
-            let _ = write!(head, " in {w}");
-        }
-        if let Some(nr) = info.syscall {
-            match strata_daemon::procfs::syscall_name(nr) {
-                Some(name) => {
-                    let _ = write!(head, " (system call {name})");
-                }
-                None => {
-                    let _ = write!(head, " (system call {nr})");
-                }
-            }
-        }
-        if let Ok(s) = &snap.snapshot {
-            if let Some(sig) = s.pending_signal {
-                let _ = write!(head, " (signal {sig} pending, delivered after detach)");
-            }
-            if s.group_stopped {
-                head.push_str(" (stopped by a signal before strata came; left stopped)");
-            }
-        }
-        let _ = writeln!(out, "{head}");
-        match &t.stack {
-            Err(e) => {
-                let _ = writeln!(out, "    (no stack: {e})");
-            }
-            Ok(stack) => {
-                for (i, f) in stack.frames.iter().enumerate() {
-                    let note = stacks::frame_note(f).map_or(String::new(), |n| format!("  {n}"));
-                    let _ = writeln!(
-                        out,
-                        "    #{i:<3} {:#018x} {}{note}",
-                        f.pc,
-                        stacks::describe_frame(&task.space, f)
-                    );
-                }
-                match &stack.end {
-                    WalkEnd::Outermost => {}
-                    WalkEnd::Truncated => {
-                        let _ = writeln!(out, "    ... (more frames: raise --max-frames)");
-                    }
-                    WalkEnd::Error(e) => {
-                        let _ = writeln!(out, "    (unwinding stopped: {e})");
-                    }
-                }
-            }
-        }
-    }
-    out.push('\n');
-}
-
-fn write_stdout(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        // A closed pipe (`strata dump PID | head`) is the reader's choice, not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::new(
-            Exit::Internal,
-            format!("cannot write to standard output: {e}"),
-        )),
+/// The exit code a capture error stands for.
+pub fn error_exit(e: &CaptureError) -> Exit {
+    match e {
+        CaptureError::NoSuchProcess(_)
+        | CaptureError::Zombie(_)
+        | CaptureError::ExitedDuringCapture { .. } => Exit::NotFound,
+        CaptureError::KernelThread(_) => Exit::BadInput,
+        CaptureError::AlreadyTraced { .. }
+        | CaptureError::OtherUser { .. }
+        | CaptureError::PtraceScope { .. }
+        | CaptureError::PermissionDenied { .. } => Exit::PermissionDenied,
+        _ => Exit::Internal,
     }
 }

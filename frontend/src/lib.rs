@@ -3,6 +3,7 @@
 //! Sampling and the tree network arrive in later issues; today the front end reads saved
 //! results (`strata view`) and renders them.
 
+pub mod attach;
 pub mod cli;
 pub mod dump;
 pub mod example;

@@ -483,9 +483,14 @@ impl StrataResult {
 
 /// Now as an RFC 3339 UTC timestamp (second precision).
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc()
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// A time as an RFC 3339 UTC timestamp (second precision).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let t = time::OffsetDateTime::from(t)
         .replace_nanosecond(0)
         .expect("0 is valid");
-    now.format(&time::format_description::well_known::Rfc3339)
+    t.format(&time::format_description::well_known::Rfc3339)
         .expect("formats")
 }

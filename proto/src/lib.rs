@@ -80,4 +80,5 @@ pub enum SpecialFrame {
     RanksUnknown = 4,
     NotAttached = 5,
     Truncated = 6,
+    Uninterruptible = 7,
 }

@@ -28,16 +28,25 @@ pub fn compile(source: &str, name: &str, flags: &[&str]) -> PathBuf {
 /// [`compile`] with `link` after the source on the command line, where the linker wants
 /// libraries (`-lfoo`) to come.
 pub fn compile_linked(source: &str, name: &str, flags: &[&str], link: &[&str]) -> PathBuf {
-    let mut built = built().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(name) {
-        return p.clone();
-    }
-    let out = build_dir().join(name);
     let compiler = if source.ends_with(".cpp") {
         "c++"
     } else {
         "cc"
     };
+    build(compiler, source, name, flags, link)
+}
+
+/// [`compile`] with another compiler driver (`mpicc`).
+pub fn compile_with(compiler: &str, source: &str, name: &str, flags: &[&str]) -> PathBuf {
+    build(compiler, source, name, flags, &[])
+}
+
+fn build(compiler: &str, source: &str, name: &str, flags: &[&str], link: &[&str]) -> PathBuf {
+    let mut built = built().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let out = build_dir().join(name);
     let result = Command::new(compiler)
         .args(flags)
         .arg("-pthread")
@@ -46,7 +55,9 @@ pub fn compile_linked(source: &str, name: &str, flags: &[&str], link: &[&str]) -
         .arg(fixtures_dir().join(source))
         .args(link)
         .output()
-        .unwrap_or_else(|e| panic!("running {compiler}: {e} (the tests need gcc/g++)"));
+        .unwrap_or_else(|e| {
+            panic!("running {compiler}: {e} (tests/run-all.sh installs the compilers)")
+        });
     assert!(
         result.status.success(),
         "compiling {source}: {}",

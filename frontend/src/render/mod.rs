@@ -2,6 +2,7 @@
 
 pub mod dot;
 pub mod folded;
+pub mod stacks;
 pub mod text;
 
 use crate::result::{StrataResult, TreeKind};

@@ -1,0 +1,560 @@
+//! Sampling as STAT users know it: `samples` captures of every task, `interval` apart (with
+//! jitter, so that periodic behaviour in the job does not alias with the sampling), each
+//! stack unwound, symbolized and added to this daemon's local prefix trees (the 2D tree of
+//! the last sample and the 3D tree of all samples), whose task indices are the positions of
+//! the tasks in rank order: subtree-scoped, as the merge expects.
+//!
+//! Cost: captures are parallel across tasks; unwinding happens after the targets run again;
+//! each distinct (binary, address) is symbolized once per daemon and turned into shared
+//! trace frames once, so ten samples of many ranks running one binary cost little more
+//! than one, and the line granularity costs nothing extra (every frame carries function,
+//! file and line; granularities are views).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use strata_filters::{CodeFrame, Frame, FrameId, Module, PrefixTree, Special, TaskRuns};
+
+use crate::capture::{CaptureError, CaptureOptions, Capturer, TaskCapture, ThreadError};
+use crate::discovery::Task;
+use crate::images::{AddressSpace, ImageCache};
+use crate::memory::ProcessMemory;
+use crate::procfs::Pid;
+use crate::stacks::{self, TaskStacks, ThreadStack};
+use crate::symbols::{DebugSource, Symbolizer};
+use crate::unwind::{FrameKind, UnwoundStack, WalkEnd};
+
+/// How to sample.
+#[derive(Clone, Debug)]
+pub struct SampleOptions {
+    pub samples: u32,
+    pub interval: Duration,
+    /// Each gap is drawn uniformly from `interval * [1 - jitter, 1 + jitter]`.
+    pub jitter: f64,
+    /// Every thread (else the main thread of each task).
+    pub threads: bool,
+    /// Captures again (within the same sample) a task whose main stack could not be walked
+    /// to its end, at most this many times.
+    pub retries: u32,
+    pub max_frames: usize,
+    pub capture: CaptureOptions,
+}
+
+impl Default for SampleOptions {
+    fn default() -> Self {
+        SampleOptions {
+            samples: 10,
+            interval: Duration::from_millis(100),
+            jitter: 0.2,
+            threads: false,
+            retries: 2,
+            max_frames: stacks::DEFAULT_MAX_FRAMES,
+            capture: CaptureOptions::default(),
+        }
+    }
+}
+
+/// What sampling learned about one task besides its stacks.
+#[derive(Clone, Debug, Default)]
+pub struct TaskReport {
+    pub pid: Pid,
+    pub rank: u32,
+    /// The executable (`/proc/PID/exe`) and its build-id.
+    pub executable: String,
+    pub build_id: Option<String>,
+    /// The main thread's scheduler state at the last sample that saw it.
+    pub state: Option<char>,
+    /// The main thread's kernel wait (`wchan`) or system call at that sample.
+    pub kernel_wait: Option<String>,
+    /// Samples in which the main thread's stack was captured.
+    pub samples_ok: u32,
+    /// The last reason a sample of this task failed (capture refused, exited, ...).
+    pub error: Option<String>,
+    /// The task exited during sampling.
+    pub exited: bool,
+    /// The main thread was waiting for the task's own threads (join, condition wait) in
+    /// the last sample: its other threads hold the answer (`--threads`).
+    pub waits_on_threads: bool,
+    /// The executable has no debug information: frames carry no file and line.
+    pub no_debug_info: bool,
+}
+
+/// A sampled thread: thread indices in the trees index [`Sampled::threads`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampledThread {
+    /// Index of its task in the task list.
+    pub task: u32,
+    pub tid: Pid,
+    pub name: String,
+}
+
+/// The stacks of a task's last sample, every thread, symbolized: what `--rank` prints.
+#[derive(Clone, Debug)]
+pub struct LastStacks {
+    pub capture: TaskCapture,
+    /// Per thread (same order as `capture.threads`).
+    pub threads: Vec<Result<ThreadFrames, ThreadError>>,
+}
+
+/// One thread's symbolized stack, innermost first.
+#[derive(Clone, Debug)]
+pub struct ThreadFrames {
+    pub frames: Vec<PhysicalFrame>,
+    /// Why the walk ended.
+    pub end: WalkEnd,
+}
+
+/// One frame of the machine stack and the source frames it stands for.
+#[derive(Clone, Debug)]
+pub struct PhysicalFrame {
+    pub pc: u64,
+    pub kind: FrameKind,
+    /// Inlined calls innermost first, then the function itself.
+    pub frames: Arc<[Arc<Frame>]>,
+}
+
+/// Everything a daemon sends up after sampling.
+#[derive(Debug)]
+pub struct Sampled {
+    /// Task index = position in the task list given to [`Sampler::sample`].
+    pub tree_2d: PrefixTree<TaskRuns>,
+    pub tree_3d: PrefixTree<TaskRuns>,
+    /// Empty unless threads were sampled.
+    pub threads: Vec<SampledThread>,
+    pub tasks: Vec<TaskReport>,
+    /// Per task, when its last capture succeeded.
+    pub last: Vec<Option<LastStacks>>,
+    pub started: SystemTime,
+    pub finished: SystemTime,
+    /// Samples actually taken (fewer than asked when stopped early).
+    pub samples: u32,
+}
+
+/// The per-daemon caches: parsed binaries, symbols, trace frames. (The capture threads are
+/// passed in: a caller that holds tasks keeps borrowing them while it symbolizes.)
+#[derive(Debug)]
+pub struct Sampler {
+    images: ImageCache,
+    symbols: Symbolizer,
+    /// (module path, lookup address in the module) -> the trace frames it stands for,
+    /// inlined calls first: built once, shared by every tree and sample.
+    frames: HashMap<(Arc<str>, u64), Arc<[Arc<Frame>]>>,
+}
+
+impl Sampler {
+    pub fn new(symbols: Symbolizer) -> Sampler {
+        Sampler {
+            images: ImageCache::new(),
+            symbols,
+            frames: HashMap::new(),
+        }
+    }
+
+    /// Samples `tasks` (in rank order). `stop` is polled between samples (Ctrl-C); the
+    /// trees then hold the samples taken so far. `progress` is told each finished sample.
+    pub fn sample(
+        &mut self,
+        capturer: &Capturer,
+        tasks: &[Task],
+        options: &SampleOptions,
+        stop: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u32),
+    ) -> Sampled {
+        let n = tasks.len() as u32;
+        let pids: Vec<Pid> = tasks.iter().map(|t| t.pid).collect();
+        let mut reports: Vec<TaskReport> = tasks
+            .iter()
+            .map(|t| TaskReport {
+                pid: t.pid,
+                rank: t.rank,
+                executable: t.exe.to_string_lossy().into_owned(),
+                ..TaskReport::default()
+            })
+            .collect();
+        let mut threads = ThreadIndex::default();
+        let mut tree_3d: PrefixTree<TaskRuns> = PrefixTree::new(n, 0);
+        // The last path of every (task, thread) for the 2D tree.
+        let mut last_paths: HashMap<(u32, Option<u32>), Vec<Arc<Frame>>> = HashMap::new();
+        let mut last: Vec<Option<LastStacks>> = vec![None; tasks.len()];
+        let started = SystemTime::now();
+        let mut rng = Jitter::seeded();
+        let mut taken = 0;
+        let mut next = Instant::now();
+
+        for sample in 0..options.samples.max(1) {
+            if sample > 0 {
+                if stop() {
+                    break;
+                }
+                let gap = options.interval.mul_f64(rng.factor(options.jitter));
+                next += gap;
+                sleep_until(next, stop);
+                if stop() {
+                    break;
+                }
+            }
+            let captures = capturer.capture(&pids, &options.capture);
+            for (i, result) in captures.into_iter().enumerate() {
+                let task = i as u32;
+                let result = self.retry_incomplete(capturer, pids[i], result, options);
+                let paths = match result {
+                    Ok((capture, stacks)) => {
+                        let traced = self.record(
+                            task,
+                            &capture,
+                            &stacks,
+                            options,
+                            &mut reports[i],
+                            &mut threads,
+                        );
+                        last[i] = Some(LastStacks {
+                            threads: self.symbolized(&stacks),
+                            capture,
+                        });
+                        traced
+                    }
+                    Err(e) => {
+                        let special = match e {
+                            CaptureError::NoSuchProcess(_)
+                            | CaptureError::Zombie(_)
+                            | CaptureError::ExitedDuringCapture { .. } => {
+                                reports[i].exited = true;
+                                Special::TaskExited
+                            }
+                            _ => Special::NotAttached,
+                        };
+                        reports[i].error = Some(e.to_string());
+                        vec![(None, vec![Arc::new(Frame::Special(special))])]
+                    }
+                };
+                for (thread, path) in paths {
+                    add_path(&mut tree_3d, &path, task, thread);
+                    last_paths.insert((task, thread), path);
+                }
+            }
+            taken += 1;
+            progress(taken);
+        }
+
+        let thread_space = threads.list.len() as u32;
+        let mut tree_2d: PrefixTree<TaskRuns> =
+            PrefixTree::new(n, if options.threads { thread_space } else { 0 });
+        if options.threads {
+            // Thread indices were handed out while sampling: rebuild the 3D tree's
+            // thread space now that it is known.
+            tree_3d = with_thread_space(&tree_3d, thread_space);
+        }
+        let mut keys: Vec<_> = last_paths.keys().copied().collect();
+        keys.sort_unstable();
+        for key in keys {
+            add_path(&mut tree_2d, &last_paths[&key], key.0, key.1);
+        }
+        Sampled {
+            tree_2d,
+            tree_3d,
+            threads: threads.list,
+            tasks: reports,
+            last,
+            started,
+            finished: SystemTime::now(),
+            samples: taken,
+        }
+    }
+
+    /// Unwinds a capture; when the main thread's walk failed, captures again (the stop may
+    /// have caught it somewhere the unwinder cannot get through, like a JIT stub).
+    fn retry_incomplete(
+        &self,
+        capturer: &Capturer,
+        pid: Pid,
+        first: Result<TaskCapture, CaptureError>,
+        options: &SampleOptions,
+    ) -> Result<(TaskCapture, TaskStacks), CaptureError> {
+        let mut capture = first?;
+        let mut attempt = 0;
+        loop {
+            let stacks = self.unwind(&capture, options.max_frames);
+            let complete = stacks
+                .threads
+                .first()
+                .is_none_or(|t| !matches!(&t.stack, Ok(s) if matches!(s.end, WalkEnd::Error(_))));
+            if complete || attempt >= options.retries {
+                return Ok((capture, stacks));
+            }
+            attempt += 1;
+            match capturer
+                .capture(&[pid], &options.capture)
+                .pop()
+                .unwrap_or(Err(CaptureError::WorkerGone))
+            {
+                Ok(c) => capture = c,
+                // Gone since: keep the sample we have.
+                Err(_) => return Ok((capture, stacks)),
+            }
+        }
+    }
+
+    /// The paths (outermost first) this capture adds, per thread index, and what the
+    /// report learns from it.
+    fn record(
+        &mut self,
+        task: u32,
+        capture: &TaskCapture,
+        stacks: &TaskStacks,
+        options: &SampleOptions,
+        report: &mut TaskReport,
+        threads: &mut ThreadIndex,
+    ) -> Vec<(Option<u32>, Vec<Arc<Frame>>)> {
+        let mut out = Vec::new();
+        for (t, thread) in stacks.threads.iter().enumerate() {
+            let is_main = thread.info.tid == capture.pid;
+            if !options.threads && !is_main {
+                continue;
+            }
+            let inner_first = self.thread_frames(&stacks.space, thread);
+            if is_main {
+                report.state = Some(thread.info.state);
+                report.kernel_wait = thread.info.wchan.clone().or_else(|| {
+                    thread
+                        .info
+                        .syscall
+                        .map(|nr| match crate::procfs::syscall_name(nr) {
+                            Some(name) => format!("system call {name}"),
+                            None => format!("system call {nr}"),
+                        })
+                });
+                if thread.stack.is_ok() {
+                    report.samples_ok += 1;
+                }
+                report.waits_on_threads =
+                    stacks.threads.len() > 1 && waits_on_own_threads(&inner_first);
+                if report.build_id.is_none() {
+                    self.describe_executable(&stacks.space, report);
+                }
+            }
+            let index = options
+                .threads
+                .then(|| threads.index(task, &capture.threads[t].info));
+            let mut path = inner_first;
+            path.reverse();
+            out.push((index, path));
+        }
+        out
+    }
+
+    fn describe_executable(&self, space: &AddressSpace, report: &mut TaskReport) {
+        let exe = report.executable.trim_end_matches(" (deleted)");
+        if let Some(m) = space.mappings.iter().find(|m| {
+            m.path.trim_end_matches(" (deleted)") == exe && m.image().is_some()
+        }) {
+            report.build_id = m.image().and_then(|i| i.build_id.clone());
+            report.no_debug_info = matches!(
+                self.symbols.debug_source(m),
+                DebugSource::SymbolsOnly | DebugSource::Nothing
+            );
+        }
+    }
+
+    /// A thread's frames, innermost first (inlined calls before their physical frame),
+    /// ending with a special frame when the walk did not reach the outermost frame.
+    fn thread_frames(&mut self, space: &AddressSpace, thread: &ThreadStack) -> Vec<Arc<Frame>> {
+        match &thread.stack {
+            Ok(stack) => self.stack_frames(space, stack),
+            Err(ThreadError::DidNotStop(..)) => {
+                vec![Arc::new(Frame::Special(Special::Uninterruptible))]
+            }
+            Err(ThreadError::Exited) => vec![Arc::new(Frame::Special(Special::TaskExited))],
+            Err(_) => vec![Arc::new(Frame::Special(Special::UnwindError))],
+        }
+    }
+
+    fn stack_frames(&mut self, space: &AddressSpace, stack: &UnwoundStack) -> Vec<Arc<Frame>> {
+        let mut out = Vec::with_capacity(stack.frames.len() + 2);
+        for f in &stack.frames {
+            out.extend(self.frames_at(space, f.lookup_pc).iter().cloned());
+        }
+        match stack.end {
+            WalkEnd::Outermost => {}
+            WalkEnd::Truncated => out.push(Arc::new(Frame::Special(Special::Truncated))),
+            WalkEnd::Error(_) => out.push(Arc::new(Frame::Special(Special::UnwindError))),
+        }
+        out
+    }
+
+    /// Every thread of `stacks`, symbolized (for printing whole stacks).
+    pub fn symbolized(&mut self, stacks: &TaskStacks) -> Vec<Result<ThreadFrames, ThreadError>> {
+        stacks
+            .threads
+            .iter()
+            .map(|t| match &t.stack {
+                Ok(s) => Ok(ThreadFrames {
+                    frames: s
+                        .frames
+                        .iter()
+                        .map(|f| PhysicalFrame {
+                            pc: f.pc,
+                            kind: f.kind,
+                            frames: self.frames_at(&stacks.space, f.lookup_pc),
+                        })
+                        .collect(),
+                    end: s.end.clone(),
+                }),
+                Err(e) => Err(e.clone()),
+            })
+            .collect()
+    }
+
+    /// Unwinds a capture with this sampler's image cache.
+    pub fn unwind(&self, capture: &TaskCapture, max_frames: usize) -> TaskStacks {
+        let live = ProcessMemory::new(capture.pid);
+        stacks::unwind_task(capture, &self.images, &live, max_frames)
+    }
+
+    /// The trace frames for one lookup address: symbolized once per daemon.
+    fn frames_at(&mut self, space: &AddressSpace, lookup_pc: u64) -> Arc<[Arc<Frame>]> {
+        let Some(m) = space.find(lookup_pc) else {
+            // Code outside any file (JIT, anonymous memory): the address is all there is.
+            return Arc::from(vec![Arc::new(Frame::Code(CodeFrame {
+                offset: Some(lookup_pc),
+                ..CodeFrame::default()
+            }))]);
+        };
+        let svma = lookup_pc.wrapping_sub(m.bias);
+        let key: (Arc<str>, u64) = (Arc::from(m.path.as_str()), svma);
+        if let Some(f) = self.frames.get(&key) {
+            return f.clone();
+        }
+        let module = Module {
+            path: m.path.trim_end_matches(" (deleted)").to_string(),
+            build_id: m.image().and_then(|i| i.build_id.clone()),
+        };
+        let frames: Arc<[Arc<Frame>]> = self
+            .symbols
+            .symbolize(m, svma)
+            .iter()
+            .map(|s| {
+                Arc::new(Frame::Code(CodeFrame {
+                    function: s.function.clone(),
+                    module: Some(module.clone()),
+                    offset: Some(svma),
+                    file: s.file.clone(),
+                    line: s.line,
+                    inlined: s.inlined,
+                }))
+            })
+            .collect();
+        self.frames.insert(key, frames.clone());
+        frames
+    }
+}
+
+/// Thread indices, handed out in order of first appearance.
+#[derive(Default)]
+struct ThreadIndex {
+    by_tid: HashMap<(u32, Pid), u32>,
+    list: Vec<SampledThread>,
+}
+
+impl ThreadIndex {
+    fn index(&mut self, task: u32, info: &crate::capture::ThreadInfo) -> u32 {
+        let next = self.list.len() as u32;
+        *self.by_tid.entry((task, info.tid)).or_insert_with(|| {
+            self.list.push(SampledThread {
+                task,
+                tid: info.tid,
+                name: info.comm.clone(),
+            });
+            next
+        })
+    }
+}
+
+fn add_path(tree: &mut PrefixTree<TaskRuns>, path: &[Arc<Frame>], task: u32, thread: Option<u32>) {
+    let ids: Vec<FrameId> = path.iter().map(|f| tree.intern_shared(f)).collect();
+    tree.add_trace_ids(&ids, task, thread);
+}
+
+/// The same tree with a larger thread space (sets unchanged).
+fn with_thread_space(tree: &PrefixTree<TaskRuns>, thread_space: u32) -> PrefixTree<TaskRuns> {
+    let mut out: PrefixTree<TaskRuns> = PrefixTree::new(tree.task_space(), thread_space);
+    out.absorb(tree);
+    out
+}
+
+/// Functions in which a main thread waits for the process's own threads.
+const WAITS_ON_THREADS: [&str; 6] = [
+    "pthread_join",
+    "pthread_clockjoin",
+    "pthread_cond_wait",
+    "pthread_cond_timedwait",
+    "pthread_barrier_wait",
+    "sem_wait",
+];
+
+/// True when one of the innermost physical frames is a thread-synchronisation wait (plain
+/// libc names, or glibc's internal `__pthread_clockjoin_ex` and the like).
+fn waits_on_own_threads(inner_first: &[Arc<Frame>]) -> bool {
+    inner_first
+        .iter()
+        .take(8)
+        .filter_map(|f| f.code().and_then(|c| c.function.as_deref()))
+        .any(|name| WAITS_ON_THREADS.iter().any(|w| name.contains(w)))
+}
+
+fn sleep_until(when: Instant, stop: &dyn Fn() -> bool) {
+    // In slices, so that Ctrl-C is seen within 50 ms even with long intervals.
+    loop {
+        let now = Instant::now();
+        if now >= when || stop() {
+            return;
+        }
+        std::thread::sleep((when - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// A tiny xorshift generator for the jitter: no dependency, different per run.
+struct Jitter(u64);
+
+impl Jitter {
+    fn seeded() -> Jitter {
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        Jitter(t ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    /// Uniform in `[1 - j, 1 + j]`.
+    fn factor(&mut self, j: f64) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let unit = (self.0 >> 11) as f64 / (1u64 << 53) as f64;
+        1.0 + j.clamp(0.0, 1.0) * (2.0 * unit - 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_in_its_band_and_varies() {
+        let mut j = Jitter(0x1234_5678_9abc_def1);
+        let v: Vec<f64> = (0..1000).map(|_| j.factor(0.2)).collect();
+        assert!(v.iter().all(|&x| (0.8..=1.2).contains(&x)));
+        assert!(v.iter().any(|&x| x < 0.85) && v.iter().any(|&x| x > 1.15));
+        assert_eq!(Jitter(7).factor(0.0), 1.0);
+    }
+
+    #[test]
+    fn thread_waits_are_recognised() {
+        let f = |n: &str| Arc::new(Frame::function(n));
+        assert!(waits_on_own_threads(&[
+            f("__futex_abstimed_wait_common"),
+            f("__pthread_clockjoin_ex"),
+            f("main")
+        ]));
+        assert!(!waits_on_own_threads(&[f("nanosleep"), f("main")]));
+    }
+}

@@ -1,0 +1,123 @@
+//! Whole stacks of one process, every thread, the way `thread apply all bt`, `eu-stack` and
+//! `py-spy dump` print them: `strata dump` and `strata attach --rank`.
+
+use std::fmt::Write as _;
+
+use strata_daemon::capture::{TaskCapture, ThreadError};
+use strata_daemon::procfs::syscall_name;
+use strata_daemon::sampler::ThreadFrames;
+use strata_daemon::unwind::{FrameKind, WalkEnd};
+use strata_filters::Frame;
+
+/// `Process 25388 (ring) rank 1: 3 thread(s), stopped for 230 us`, then each thread.
+pub fn render_process(
+    out: &mut String,
+    capture: &TaskCapture,
+    rank: Option<u32>,
+    threads: &[Result<ThreadFrames, ThreadError>],
+) {
+    let comm = capture
+        .main_thread()
+        .map_or("?", |t| t.info.comm.as_str())
+        .to_string();
+    let _ = write!(out, "Process {} ({comm})", capture.pid);
+    if let Some(r) = rank {
+        let _ = write!(out, " rank {r}");
+    }
+    let _ = writeln!(
+        out,
+        ": {} thread(s), stopped for {} us",
+        capture.threads.len(),
+        capture.stopped_for.as_micros()
+    );
+    for (t, frames) in capture.threads.iter().zip(threads) {
+        let info = &t.info;
+        let mut head = format!("  Thread {} \"{}\" state {}", info.tid, info.comm, info.state);
+        if let Some(w) = &info.wchan {
+            let _ = write!(head, " in {w}");
+        }
+        if let Some(nr) = info.syscall {
+            match syscall_name(nr) {
+                Some(name) => {
+                    let _ = write!(head, " (system call {name})");
+                }
+                None => {
+                    let _ = write!(head, " (system call {nr})");
+                }
+            }
+        }
+        if let Ok(s) = &t.snapshot {
+            if let Some(sig) = s.pending_signal {
+                let _ = write!(head, " (signal {sig} pending, delivered after detach)");
+            }
+            if s.group_stopped {
+                head.push_str(" (stopped by a signal before strata came; left stopped)");
+            }
+        }
+        let _ = writeln!(out, "{head}");
+        match frames {
+            Err(e) => {
+                let _ = writeln!(out, "    (no stack: {e})");
+            }
+            Ok(stack) => render_thread(out, stack),
+        }
+    }
+    out.push('\n');
+}
+
+fn render_thread(out: &mut String, stack: &ThreadFrames) {
+    let mut n = 0;
+    for physical in &stack.frames {
+        let count = physical.frames.len();
+        for (i, frame) in physical.frames.iter().enumerate() {
+            // Inlined calls share the physical frame's pc: gdb shows it once.
+            let pc = if i + 1 == count {
+                format!("{:#018x}", physical.pc)
+            } else {
+                format!("{:<18}", "(inlined)")
+            };
+            let _ = write!(out, "    #{n:<3} {pc} {}", describe(frame));
+            match physical.kind {
+                FrameKind::SignalHandlerTrampoline if i + 1 == count => {
+                    out.push_str("  <signal handler called>");
+                }
+                FrameKind::SignalInterrupted if i + 1 == count => {
+                    out.push_str("  <interrupted by a signal>");
+                }
+                _ => {}
+            }
+            out.push('\n');
+            n += 1;
+        }
+    }
+    match &stack.end {
+        WalkEnd::Outermost => {}
+        WalkEnd::Truncated => {
+            let _ = writeln!(out, "    ... (more frames: raise --max-frames)");
+        }
+        WalkEnd::Error(e) => {
+            let _ = writeln!(out, "    (unwinding stopped: {e})");
+        }
+    }
+}
+
+/// `level2 at nested.c:10 (nested)`.
+fn describe(frame: &Frame) -> String {
+    let Some(c) = frame.code() else {
+        return frame.name();
+    };
+    let mut s = c
+        .function
+        .clone()
+        .unwrap_or_else(|| match (&c.module, c.offset) {
+            (Some(_), Some(off)) => format!("{off:#x}"),
+            _ => "??".to_string(),
+        });
+    if let (Some(file), Some(line)) = (&c.file, c.line) {
+        let _ = write!(s, " at {file}:{line}");
+    }
+    if let Some(m) = &c.module {
+        let _ = write!(s, " ({})", m.basename());
+    }
+    s
+}

@@ -1,0 +1,219 @@
+//! `strata attach` end to end on this host: a hung Open MPI ring under `mpirun` (found
+//! through its launcher), plain processes given by pid, threads, `--rank`, result files,
+//! exit codes. Every target is checked to be running and untraced afterwards.
+
+mod support;
+#[path = "support/target.rs"]
+mod target;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{parts, strata};
+use target::{Target, assert_free};
+
+/// A hung 8-rank ring under mpirun, killed with its process group on Drop.
+struct MpiJob {
+    mpirun: Child,
+    ranks: Vec<i32>,
+}
+
+impl MpiJob {
+    fn ring(np: usize) -> MpiJob {
+        let exe = target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
+        let mut mpirun = Command::new("mpirun")
+            .args(["--oversubscribe", "-np", &np.to_string()])
+            .arg(&exe)
+            // Ranks that wait yield the core now and then: 8 spinning ranks on 2 cores
+            // would starve everything else on a CI machine.
+            .env("OMPI_MCA_mpi_yield_when_idle", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .expect("mpirun (openmpi-bin) is needed by this test");
+        let out = BufReader::new(mpirun.stdout.take().unwrap());
+        let mut ranks = vec![0; np];
+        let mut seen = 0;
+        let end = Instant::now() + Duration::from_secs(60);
+        for line in out.lines() {
+            let line = line.unwrap();
+            // "rank 3/8 pid 1234 host vm"
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() >= 4 && w[0] == "rank" && w[2] == "pid" {
+                let r: usize = w[1].split('/').next().unwrap().parse().unwrap();
+                ranks[r] = w[3].parse().unwrap();
+                seen += 1;
+                if seen == np {
+                    break;
+                }
+            }
+            assert!(Instant::now() < end, "the MPI job did not start");
+        }
+        assert_eq!(seen, np, "not every rank started");
+        // Let the ranks reach their waits.
+        std::thread::sleep(Duration::from_millis(500));
+        MpiJob { mpirun, ranks }
+    }
+}
+
+impl Drop for MpiJob {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.mpirun.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        for &r in &self.ranks {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(r),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = self.mpirun.wait();
+    }
+}
+
+/// The class lines of a text rendering: `  1:[1]      … > main > sleep ...`.
+fn class_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|l| !l.contains("equivalence class"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn hung_open_mpi_ring_through_its_launcher() {
+    let job = MpiJob::ring(8);
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("result");
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &job.mpirun.id().to_string(),
+        "-n",
+        "5",
+        "--interval",
+        "50ms",
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--rank",
+        "1",
+    ]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let classes = class_lines(&out);
+    assert_eq!(classes.len(), 3, "three classes expected:\n{out}");
+    let class = |prefix: &str| {
+        classes
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no class {prefix}:\n{out}"))
+            .clone()
+    };
+    assert!(class("1:[1] ").contains("sleep"), "{out}");
+    assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
+    assert!(class("6:[0,3-7] ").contains("MPI_Barrier"), "{out}");
+    // --rank 1: rank 1's full stacks, every thread (Open MPI adds 2 helper threads).
+    assert!(out.contains(&format!("Process {} (mpi_ring) rank 1", job.ranks[1])), "{out}");
+    assert!(out.matches("  Thread ").count() >= 3, "{out}");
+    // Line-level frames from the ring's debug info.
+    assert!(out.contains("mpi_ring.c:"), "{out}");
+    // The result files.
+    for f in ["result.json", "tree.txt", "tree-3d.dot", "tree-2d.dot", "stacks.folded"] {
+        assert!(out_dir.join(f).is_file(), "{f} missing");
+    }
+    let (code, viewed, _) = parts(&strata(&["view", out_dir.join("result.json").to_str().unwrap()]));
+    assert_eq!(code, 0);
+    assert_eq!(class_lines(&viewed), classes, "the saved result shows the same classes");
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
+fn blocked(threads: usize) -> Target {
+    let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
+    let t = Target::start(&exe, &[&threads.to_string()]);
+    t.wait_all_sleeping(threads + 1);
+    t
+}
+
+#[test]
+fn pids_in_rank_order_with_threads_and_rank_stacks() {
+    let a = blocked(0);
+    let b = blocked(2);
+    let pids = format!("{},{}", a.pid(), b.pid());
+    let (code, out, err) = parts(&strata(&[
+        "attach", "--pids", &pids, "-n", "3", "--interval", "10ms", "--no-files",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let classes = class_lines(&out);
+    assert_eq!(classes.len(), 1, "{out}");
+    assert!(classes[0].starts_with("2:[0-1] ") && classes[0].contains("main_level3"), "{out}");
+    assert!(out.contains("2 of 2 ranks"), "{out}");
+
+    // Every thread: the threads' own function shows up, counted as ranks and threads.
+    let (code, out, err) = parts(&strata(&[
+        "attach", "--pids", &pids, "-n", "2", "--interval", "10ms", "--threads", "--no-files",
+        "--rank", "1",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("all threads"), "{out}");
+    assert!(out.contains("thread_level2"), "{out}");
+    assert!(out.contains(&format!("Process {} (capture_target) rank 1", b.pid())), "{out}");
+    assert_eq!(out.matches("  Thread ").count(), 3, "{out}");
+    assert_free(a.pid());
+    assert_free(b.pid());
+}
+
+#[test]
+fn a_main_thread_waiting_for_its_threads_gets_a_hint() {
+    let exe = target::compile("join_wait.c", "join_wait", &["-O0", "-g"]);
+    let t = Target::start(&exe, &[]);
+    t.wait_all_sleeping(3);
+    let (code, out, err) = parts(&strata(&[
+        "attach", "--pids", &t.pid().to_string(), "-n", "2", "--interval", "10ms", "--no-files",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("--threads"), "{err}");
+    assert!(!out.contains("worker_stuck"), "{out}");
+    let (_, out, err) = parts(&strata(&[
+        "attach", "--pids", &t.pid().to_string(), "-n", "2", "--interval", "10ms", "--no-files",
+        "--threads",
+    ]));
+    assert!(out.contains("worker_stuck"), "{out}");
+    assert!(!err.contains("--threads"), "no hint once threads are shown: {err}");
+    assert_free(t.pid());
+}
+
+#[test]
+fn bad_targets_get_one_line_and_an_exit_code() {
+    let (code, _, err) = parts(&strata(&["attach", "--pids", "2147483000", "--no-files"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("2147483000"), "{err}");
+    let (code, _, err) = parts(&strata(&["attach", "--launcher-pid", "2147483000", "--no-files"]));
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("launcher 2147483000 does not exist"), "{err}");
+    // A launcher with no rank below it (a shell running a sleep).
+    let mut launcher = Command::new("sh")
+        .args(["-c", "sleep 30; true"])
+        .spawn()
+        .unwrap();
+    let (code, _, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher.id().to_string(),
+        "--no-files",
+    ]));
+    let _ = launcher.kill();
+    let _ = launcher.wait();
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("no rank process"), "{err}");
+    let (code, _, err) = parts(&strata(&["attach", "--no-files"]));
+    assert_eq!(code, 2, "neither --pids nor --launcher-pid: {err}");
+    let (code, _, err) = parts(&strata(&["attach", "--pids", "1", "--interval", "soon"]));
+    assert_eq!(code, 2, "{err}");
+}
