@@ -17,8 +17,12 @@ fi
 # - gcc, g++, libc6-dev: the capture and unwinding tests compile their C/C++ target programs
 #   (libc6-dev also brings libc.a for the statically linked container test);
 # - elfutils: the unwinding tests compare strata's stacks with `eu-stack`;
-# - util-linux: `runuser`, to run strata as the user nobody.
-PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux)
+# - util-linux: `runuser`, to run strata as the user nobody;
+# - dwz: the symbolization tests build binaries whose DWARF shares a dwz file
+#   (.gnu_debugaltlink);
+# - libc6-dbg: libc's separate debug file (by build-id, compressed sections), which the
+#   symbolization tests read and compare with eu-stack's.
+PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux dwz libc6-dbg)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,4 +14,5 @@ pub mod images;
 pub mod memory;
 pub mod procfs;
 pub mod stacks;
+pub mod symbols;
 pub mod unwind;
