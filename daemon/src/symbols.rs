@@ -388,7 +388,13 @@ fn parse_debug_object(data: &[u8]) -> Result<DebugObject, String> {
         gimli::RunTimeEndian::Big
     };
     let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, String> {
-        let bytes: Arc<[u8]> = match file.section_by_name(id.name()) {
+        // Location lists (variables' whereabouts) are the largest sections addr2line never
+        // reads: not decompressing and copying them saves a good part of a cold load.
+        let unused = matches!(
+            id,
+            gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+        );
+        let bytes: Arc<[u8]> = match file.section_by_name(id.name()).filter(|_| !unused) {
             Some(s) => {
                 let d = s
                     .uncompressed_data()
