@@ -18,8 +18,12 @@ fi
 #   (libc6-dev also brings libc.a for the statically linked container test);
 # - elfutils: the unwinding tests compare strata's stacks with `eu-stack`;
 # - util-linux: `runuser`, to run strata as the user nobody;
+# - dwz: the symbolization tests build binaries whose DWARF shares a dwz file
+#   (.gnu_debugaltlink);
+# - libc6-dbg: libc's separate debug file (by build-id, compressed sections), which the
+#   symbolization tests read and compare with eu-stack's;
 # - openmpi-bin, libopenmpi-dev: `strata attach` is tested on a hung Open MPI job.
-PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux openmpi-bin libopenmpi-dev)
+PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

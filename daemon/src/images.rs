@@ -67,6 +67,9 @@ pub struct Segment {
 struct Symbol {
     address: u64,
     size: u64,
+    /// 0 for a global symbol, 1 for a weak one, 2 for a local one: among aliases of the
+    /// same size the lowest is named (see [`Image::symbol`]).
+    binding: u8,
     name: Range<u32>,
 }
 
@@ -168,9 +171,17 @@ impl Image {
                 let n = String::from_utf8_lossy(n);
                 let start = symbol_names.len() as u32;
                 symbol_names.push_str(&n);
+                let binding = if s.is_weak() {
+                    1
+                } else if s.is_global() {
+                    0
+                } else {
+                    2
+                };
                 out.push(Symbol {
                     address: s.address(),
                     size: s.size(),
+                    binding,
                     name: start..symbol_names.len() as u32,
                 });
             }
@@ -181,9 +192,17 @@ impl Image {
         if !has_symtab {
             symbols = collect(file.dynamic_symbols());
         }
-        // Sorted by address, the sized symbol first among aliases so that it is the one
-        // found (zero-sized labels at the same address are less useful).
-        symbols.sort_by_key(|s| (s.address, std::cmp::Reverse(s.size)));
+        // Sorted by address; among aliases at one address the one named comes first: the
+        // sized symbol (zero-sized labels are less useful), then the global before the
+        // weak before the local one, as elfutils (eu-stack) chooses. Open MPI's
+        // `PMPI_Barrier` (global) thus names the frame, not its weak alias `MPI_Barrier`,
+        // with or without DWARF (whose subprogram is `PMPI_Barrier` too); the name breaks
+        // the last ties so that the choice never depends on the symbol table's order.
+        symbols.sort_by(|a, b| {
+            let key = |s: &Symbol| (s.address, std::cmp::Reverse(s.size), s.binding);
+            let name = |s: &Symbol| &symbol_names[s.name.start as usize..s.name.end as usize];
+            key(a).cmp(&key(b)).then_with(|| name(a).cmp(name(b)))
+        });
         let build_id = file.build_id().ok().flatten().map(hex);
         let eh_frame = section(".eh_frame");
         let eh_frame_hdr = section(".eh_frame_hdr");
@@ -236,16 +255,26 @@ impl Image {
         self.data.get(at..at.checked_add(len)?)
     }
 
+    /// The bytes of the whole ELF file (for reading its debug sections).
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Whether the image has any function symbol (from `.symtab` or `.dynsym`).
+    pub fn has_symbols(&self) -> bool {
+        !self.symbols.is_empty()
+    }
+
     /// The function symbol containing `svma`, and the offset into it.
     pub fn symbol(&self, svma: u64) -> Option<(&str, u64)> {
         let i = self.symbols.partition_point(|s| s.address <= svma);
-        // Aliases share an address: look back over all symbols at the nearest address for
-        // one whose extent contains svma (a zero-sized one counts only at its address).
+        // Aliases share an address: of all symbols at the nearest address, the first in
+        // sort order (the preferred alias) whose extent contains svma (a zero-sized one
+        // counts only at its address).
         let nearest = self.symbols.get(i.checked_sub(1)?)?.address;
-        self.symbols[..i]
+        let first = self.symbols[..i].partition_point(|s| s.address < nearest);
+        self.symbols[first..i]
             .iter()
-            .rev()
-            .take_while(|s| s.address == nearest)
             .find(|s| svma < s.address + s.size.max(1))
             .map(|s| {
                 let name = &self.symbol_names[s.name.start as usize..s.name.end as usize];

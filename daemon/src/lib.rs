@@ -6,7 +6,8 @@
 //! snapshots. A target process is never left stopped or traced.
 //!
 //! Built so far (issue 3, in progress): `procfs`, `discovery`, `memory`, `images` (binary
-//! images of a process) and `unwind` (x86-64 CFI unwinder). Capture and sampling are next.
+//! images of a process), `unwind` (x86-64 CFI unwinder), `capture`, `stacks` and `symbols`
+//! (issue 4: source frames, demangled, from embedded or separate debug info). Sampling is next.
 
 pub mod capture;
 pub mod discovery;
@@ -15,4 +16,5 @@ pub mod memory;
 pub mod procfs;
 pub mod sampler;
 pub mod stacks;
+pub mod symbols;
 pub mod unwind;
