@@ -118,17 +118,33 @@ fn hung_open_mpi_ring_through_its_launcher() {
     assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
     assert!(class("6:[0,3-7] ").contains("MPI_Barrier"), "{out}");
     // --rank 1: rank 1's full stacks, every thread (Open MPI adds 2 helper threads).
-    assert!(out.contains(&format!("Process {} (mpi_ring) rank 1", job.ranks[1])), "{out}");
+    assert!(
+        out.contains(&format!("Process {} (mpi_ring) rank 1", job.ranks[1])),
+        "{out}"
+    );
     assert!(out.matches("  Thread ").count() >= 3, "{out}");
     // Line-level frames from the ring's debug info.
     assert!(out.contains("mpi_ring.c:"), "{out}");
     // The result files.
-    for f in ["result.json", "tree.txt", "tree-3d.dot", "tree-2d.dot", "stacks.folded"] {
+    for f in [
+        "result.json",
+        "tree.txt",
+        "tree-3d.dot",
+        "tree-2d.dot",
+        "stacks.folded",
+    ] {
         assert!(out_dir.join(f).is_file(), "{f} missing");
     }
-    let (code, viewed, _) = parts(&strata(&["view", out_dir.join("result.json").to_str().unwrap()]));
+    let (code, viewed, _) = parts(&strata(&[
+        "view",
+        out_dir.join("result.json").to_str().unwrap(),
+    ]));
     assert_eq!(code, 0);
-    assert_eq!(class_lines(&viewed), classes, "the saved result shows the same classes");
+    assert_eq!(
+        class_lines(&viewed),
+        classes,
+        "the saved result shows the same classes"
+    );
     for &pid in &job.ranks {
         assert_free(pid);
     }
@@ -147,23 +163,45 @@ fn pids_in_rank_order_with_threads_and_rank_stacks() {
     let b = blocked(2);
     let pids = format!("{},{}", a.pid(), b.pid());
     let (code, out, err) = parts(&strata(&[
-        "attach", "--pids", &pids, "-n", "3", "--interval", "10ms", "--no-files",
+        "attach",
+        "--pids",
+        &pids,
+        "-n",
+        "3",
+        "--interval",
+        "10ms",
+        "--no-files",
     ]));
     assert_eq!(code, 0, "{err}");
     let classes = class_lines(&out);
     assert_eq!(classes.len(), 1, "{out}");
-    assert!(classes[0].starts_with("2:[0-1] ") && classes[0].contains("main_level3"), "{out}");
+    assert!(
+        classes[0].starts_with("2:[0-1] ") && classes[0].contains("main_level3"),
+        "{out}"
+    );
     assert!(out.contains("2 of 2 ranks"), "{out}");
 
     // Every thread: the threads' own function shows up, counted as ranks and threads.
     let (code, out, err) = parts(&strata(&[
-        "attach", "--pids", &pids, "-n", "2", "--interval", "10ms", "--threads", "--no-files",
-        "--rank", "1",
+        "attach",
+        "--pids",
+        &pids,
+        "-n",
+        "2",
+        "--interval",
+        "10ms",
+        "--threads",
+        "--no-files",
+        "--rank",
+        "1",
     ]));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("all threads"), "{out}");
     assert!(out.contains("thread_level2"), "{out}");
-    assert!(out.contains(&format!("Process {} (capture_target) rank 1", b.pid())), "{out}");
+    assert!(
+        out.contains(&format!("Process {} (capture_target) rank 1", b.pid())),
+        "{out}"
+    );
     assert_eq!(out.matches("  Thread ").count(), 3, "{out}");
     assert_free(a.pid());
     assert_free(b.pid());
@@ -175,17 +213,34 @@ fn a_main_thread_waiting_for_its_threads_gets_a_hint() {
     let t = Target::start(&exe, &[]);
     t.wait_all_sleeping(3);
     let (code, out, err) = parts(&strata(&[
-        "attach", "--pids", &t.pid().to_string(), "-n", "2", "--interval", "10ms", "--no-files",
+        "attach",
+        "--pids",
+        &t.pid().to_string(),
+        "-n",
+        "2",
+        "--interval",
+        "10ms",
+        "--no-files",
     ]));
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("--threads"), "{err}");
     assert!(!out.contains("worker_stuck"), "{out}");
     let (_, out, err) = parts(&strata(&[
-        "attach", "--pids", &t.pid().to_string(), "-n", "2", "--interval", "10ms", "--no-files",
+        "attach",
+        "--pids",
+        &t.pid().to_string(),
+        "-n",
+        "2",
+        "--interval",
+        "10ms",
+        "--no-files",
         "--threads",
     ]));
     assert!(out.contains("worker_stuck"), "{out}");
-    assert!(!err.contains("--threads"), "no hint once threads are shown: {err}");
+    assert!(
+        !err.contains("--threads"),
+        "no hint once threads are shown: {err}"
+    );
     assert_free(t.pid());
 }
 
@@ -194,7 +249,12 @@ fn bad_targets_get_one_line_and_an_exit_code() {
     let (code, _, err) = parts(&strata(&["attach", "--pids", "2147483000", "--no-files"]));
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("2147483000"), "{err}");
-    let (code, _, err) = parts(&strata(&["attach", "--launcher-pid", "2147483000", "--no-files"]));
+    let (code, _, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        "2147483000",
+        "--no-files",
+    ]));
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("launcher 2147483000 does not exist"), "{err}");
     // A launcher with no rank below it (a shell running a sleep).

@@ -5,9 +5,10 @@
 //! pure code that works on captured data, so that the latter can be tested on recorded
 //! snapshots. A target process is never left stopped or traced.
 //!
-//! Built so far (issue 3, in progress): `procfs`, `discovery`, `memory`, `images` (binary
-//! images of a process), `unwind` (x86-64 CFI unwinder), `capture`, `stacks` and `symbols`
-//! (issue 4: source frames, demangled, from embedded or separate debug info). Sampling is next.
+//! Modules: `procfs` and `discovery` (the job's tasks on this node), `capture` (ptrace),
+//! `memory` (reading a target), `images` (its binaries), `unwind` (pure x86-64 CFI
+//! unwinder), `stacks` (capture + unwind), `symbols` (source frames, demangled, from
+//! embedded or separate debug info) and `sampler` (samples into local prefix trees).
 
 pub mod capture;
 pub mod discovery;

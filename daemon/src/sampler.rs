@@ -131,6 +131,9 @@ pub struct Sampled {
     pub samples: u32,
 }
 
+/// The trace frames of one address: inlined calls first, then the function.
+type SharedFrames = Arc<[Arc<Frame>]>;
+
 /// The per-daemon caches: parsed binaries, symbols, trace frames. (The capture threads are
 /// passed in: a caller that holds tasks keeps borrowing them while it symbolizes.)
 #[derive(Debug)]
@@ -139,7 +142,7 @@ pub struct Sampler {
     symbols: Symbolizer,
     /// (module path, lookup address in the module) -> the trace frames it stands for,
     /// inlined calls first: built once, shared by every tree and sample.
-    frames: HashMap<(Arc<str>, u64), Arc<[Arc<Frame>]>>,
+    frames: HashMap<(Arc<str>, u64), SharedFrames>,
 }
 
 impl Sampler {
@@ -345,9 +348,11 @@ impl Sampler {
 
     fn describe_executable(&self, space: &AddressSpace, report: &mut TaskReport) {
         let exe = report.executable.trim_end_matches(" (deleted)");
-        if let Some(m) = space.mappings.iter().find(|m| {
-            m.path.trim_end_matches(" (deleted)") == exe && m.image().is_some()
-        }) {
+        if let Some(m) = space
+            .mappings
+            .iter()
+            .find(|m| m.path.trim_end_matches(" (deleted)") == exe && m.image().is_some())
+        {
             report.build_id = m.image().and_then(|i| i.build_id.clone());
             report.no_debug_info = matches!(
                 self.symbols.debug_source(m),
@@ -412,7 +417,7 @@ impl Sampler {
     }
 
     /// The trace frames for one lookup address: symbolized once per daemon.
-    fn frames_at(&mut self, space: &AddressSpace, lookup_pc: u64) -> Arc<[Arc<Frame>]> {
+    fn frames_at(&mut self, space: &AddressSpace, lookup_pc: u64) -> SharedFrames {
         let Some(m) = space.find(lookup_pc) else {
             // Code outside any file (JIT, anonymous memory): the address is all there is.
             return Arc::from(vec![Arc::new(Frame::Code(CodeFrame {
@@ -429,7 +434,7 @@ impl Sampler {
             path: m.path.trim_end_matches(" (deleted)").to_string(),
             build_id: m.image().and_then(|i| i.build_id.clone()),
         };
-        let frames: Arc<[Arc<Frame>]> = self
+        let frames: SharedFrames = self
             .symbols
             .symbolize(m, svma)
             .iter()

@@ -29,7 +29,10 @@ use crate::result::{
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     // Before any capture thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
-        Failure::new(Exit::Internal, format!("cannot set up signal handling: {e}"))
+        Failure::new(
+            Exit::Internal,
+            format!("cannot set up signal handling: {e}"),
+        )
     })?;
     let selector = match args.launcher_pid {
         Some(pid) => Selector::Launcher(pid),
@@ -88,7 +91,10 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     }
     drop(capturer);
     if let Some(sig) = interrupted.get() {
-        eprintln!("strata: {sig}: stopped after {} sample(s); every process detached", sampled.samples);
+        eprintln!(
+            "strata: {sig}: stopped after {} sample(s); every process detached",
+            sampled.samples
+        );
         return Ok(Exit::Interrupted);
     }
 
@@ -146,9 +152,10 @@ fn job_id(selector: &Selector, tasks: &[discovery::Task]) -> String {
     };
     match selector {
         Selector::Launcher(pid) => format!("{}-{pid}", comm(*pid)),
-        _ => tasks
-            .first()
-            .map_or_else(|| "pids".to_string(), |t| format!("{}-{}", comm(t.pid), t.pid)),
+        _ => tasks.first().map_or_else(
+            || "pids".to_string(),
+            |t| format!("{}-{}", comm(t.pid), t.pid),
+        ),
     }
 }
 
@@ -248,7 +255,12 @@ fn assemble(
 /// main thread waits on its own threads, binaries without debug information.
 fn hints(sampled: &Sampled, threads_shown: bool) {
     let ranks_where = |f: &dyn Fn(&strata_daemon::sampler::TaskReport) -> bool| {
-        let mut r: Vec<u32> = sampled.tasks.iter().filter(|t| f(t)).map(|t| t.rank).collect();
+        let mut r: Vec<u32> = sampled
+            .tasks
+            .iter()
+            .filter(|t| f(t))
+            .map(|t| t.rank)
+            .collect();
         r.sort_unstable();
         r
     };

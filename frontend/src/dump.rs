@@ -32,7 +32,10 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     };
     // Before any capture thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
-        Failure::new(Exit::Internal, format!("cannot set up signal handling: {e}"))
+        Failure::new(
+            Exit::Internal,
+            format!("cannot set up signal handling: {e}"),
+        )
     })?;
     let capturer = Capturer::with_default_threads();
     let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));

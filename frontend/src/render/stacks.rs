@@ -32,7 +32,10 @@ pub fn render_process(
     );
     for (t, frames) in capture.threads.iter().zip(threads) {
         let info = &t.info;
-        let mut head = format!("  Thread {} \"{}\" state {}", info.tid, info.comm, info.state);
+        let mut head = format!(
+            "  Thread {} \"{}\" state {}",
+            info.tid, info.comm, info.state
+        );
         if let Some(w) = &info.wchan {
             let _ = write!(head, " in {w}");
         }
