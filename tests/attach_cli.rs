@@ -277,3 +277,60 @@ fn bad_targets_get_one_line_and_an_exit_code() {
     let (code, _, err) = parts(&strata(&["attach", "--pids", "1", "--interval", "soon"]));
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn ctrl_c_and_kill_9_while_sampling_leave_targets_running() {
+    let t = blocked(3);
+    let pid = t.pid().to_string();
+    let long_attach = || {
+        Command::new(support::strata_bin())
+            .args([
+                "attach",
+                "--pids",
+                &pid,
+                "-n",
+                "1000",
+                "--interval",
+                "5ms",
+                "--no-files",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut attach = long_attach();
+    std::thread::sleep(Duration::from_millis(400));
+    let asked = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(attach.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = attach.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "Ctrl-C took {:?}",
+        asked.elapsed()
+    );
+    assert_free(t.pid());
+
+    for delay_ms in [50, 137, 311] {
+        let mut attach = long_attach();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        attach.kill().unwrap();
+        attach.wait().unwrap();
+        target::wait_for(Duration::from_secs(5), || {
+            target::thread_ids(t.pid())
+                .iter()
+                .all(|&tid| target::tracer(t.pid(), tid) == Some(0))
+        });
+        assert_free(t.pid());
+    }
+}
