@@ -150,6 +150,24 @@ fn hung_open_mpi_ring_through_its_launcher() {
     }
 }
 
+/// `strata attach --pids PIDS -n N --interval 10ms --no-files EXTRA...`: exit code, stdout,
+/// stderr.
+fn attach_pids(pids: &str, samples: u32, extra: &[&str]) -> (i32, String, String) {
+    let n = samples.to_string();
+    let mut args = vec![
+        "attach",
+        "--pids",
+        pids,
+        "-n",
+        &n,
+        "--interval",
+        "10ms",
+        "--no-files",
+    ];
+    args.extend_from_slice(extra);
+    parts(&strata(&args))
+}
+
 fn blocked(threads: usize) -> Target {
     let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
     let t = Target::start(&exe, &[&threads.to_string()]);
@@ -162,16 +180,7 @@ fn pids_in_rank_order_with_threads_and_rank_stacks() {
     let a = blocked(0);
     let b = blocked(2);
     let pids = format!("{},{}", a.pid(), b.pid());
-    let (code, out, err) = parts(&strata(&[
-        "attach",
-        "--pids",
-        &pids,
-        "-n",
-        "3",
-        "--interval",
-        "10ms",
-        "--no-files",
-    ]));
+    let (code, out, err) = attach_pids(&pids, 3, &[]);
     assert_eq!(code, 0, "{err}");
     let classes = class_lines(&out);
     assert_eq!(classes.len(), 1, "{out}");
@@ -182,19 +191,7 @@ fn pids_in_rank_order_with_threads_and_rank_stacks() {
     assert!(out.contains("2 of 2 ranks"), "{out}");
 
     // Every thread: the threads' own function shows up, counted as ranks and threads.
-    let (code, out, err) = parts(&strata(&[
-        "attach",
-        "--pids",
-        &pids,
-        "-n",
-        "2",
-        "--interval",
-        "10ms",
-        "--threads",
-        "--no-files",
-        "--rank",
-        "1",
-    ]));
+    let (code, out, err) = attach_pids(&pids, 2, &["--threads", "--rank", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("all threads"), "{out}");
     assert!(out.contains("thread_level2"), "{out}");
@@ -212,30 +209,12 @@ fn a_main_thread_waiting_for_its_threads_gets_a_hint() {
     let exe = target::compile("join_wait.c", "join_wait", &["-O0", "-g"]);
     let t = Target::start(&exe, &[]);
     t.wait_all_sleeping(3);
-    let (code, out, err) = parts(&strata(&[
-        "attach",
-        "--pids",
-        &t.pid().to_string(),
-        "-n",
-        "2",
-        "--interval",
-        "10ms",
-        "--no-files",
-    ]));
+    let pid = t.pid().to_string();
+    let (code, out, err) = attach_pids(&pid, 2, &[]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("--threads"), "{err}");
     assert!(!out.contains("worker_stuck"), "{out}");
-    let (_, out, err) = parts(&strata(&[
-        "attach",
-        "--pids",
-        &t.pid().to_string(),
-        "-n",
-        "2",
-        "--interval",
-        "10ms",
-        "--no-files",
-        "--threads",
-    ]));
+    let (_, out, err) = attach_pids(&pid, 2, &["--threads"]);
     assert!(out.contains("worker_stuck"), "{out}");
     assert!(
         !err.contains("--threads"),
@@ -299,7 +278,7 @@ fn ctrl_c_and_kill_9_while_sampling_leave_targets_running() {
             .spawn()
             .unwrap()
     };
-    let mut attach = long_attach();
+    let attach = long_attach();
     std::thread::sleep(Duration::from_millis(400));
     let asked = Instant::now();
     nix::sys::signal::kill(

@@ -10,49 +10,20 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RANKS=${1:-32}
 RUNS=${RUNS:-5}
-for tool in mpicc mpirun eu-stack gdb; do
-    command -v $tool >/dev/null || { echo "attach.sh: $tool not found (see the header)" >&2; exit 2; }
-done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source tests/bench/lib.sh
+need mpicc mpirun eu-stack gdb
 
 cargo build -q --release -p strata-frontend --bin strata
 strata=$PWD/target/release/strata
-mpicc -O2 -g -o "$work/ring" daemon/tests/fixtures/mpi_ring.c
-
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun --oversubscribe -np "$RANKS" "$work/ring" > "$work/ring.out" 2>&1 &
-mpirun_pid=$!
-disown "$mpirun_pid"
-pids+=("$mpirun_pid")
-for _ in $(seq 1000); do
-    [ "$(grep -c '^rank .* pid' "$work/ring.out" 2>/dev/null)" -ge "$RANKS" ] && break
-    sleep 0.02
-done
-ranks=$(awk '/^rank .* pid/ {print $4}' "$work/ring.out" | paste -sd' ')
-# shellcheck disable=SC2206
-pids+=($ranks)
-sleep 1
+start_ring "$RANKS"
 
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-seconds() { # wall seconds of "$@"
-    local s=$EPOCHREALTIME
-    "$@" > /dev/null 2>&1 || true
-    local e=$EPOCHREALTIME
-    awk "BEGIN {printf \"%.3f\", $e - $s}"
-}
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 bench() { # label, command...: median of RUNS warm runs, and RUNS cold runs
     local label=$1; shift
     local warm cold_t
     "$@" > /dev/null 2>&1 || true   # warm-up
-    warm=$(for _ in $(seq "$RUNS"); do seconds "$@"; echo; done | median)
-    cold_t=$(for _ in $(seq "$RUNS"); do cold; seconds "$@"; echo; done | median)
+    warm=$(for _ in $(seq "$RUNS"); do seconds "$@"; done | median)
+    cold_t=$(for _ in $(seq "$RUNS"); do cold; seconds "$@"; done | median)
     printf '%-58s warm %7.3f s   cold %7.3f s\n' "$label" "$warm" "$cold_t"
 }
 echo "== $(nproc) cores, $(uname -r), $RANKS hung ranks, medians of $RUNS runs"

@@ -10,17 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RANKS=${1:-32}
 CAPTURES=${CAPTURES:-300}
-for tool in cc mpicc mpirun eu-stack gdb; do
-    command -v $tool >/dev/null || { echo "capture.sh: $tool not found (see the header)" >&2; exit 2; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source tests/bench/lib.sh
+need cc mpicc mpirun eu-stack gdb
 
 cargo build -q --release -p strata-frontend --bin strata
 cargo build -q --release -p strata-daemon --example stoptime
@@ -28,7 +19,6 @@ strata=target/release/strata
 stoptime=target/release/examples/stoptime
 cc -O2 -g -pthread -o "$work/target" daemon/tests/fixtures/capture_target.c
 cc -O2 -g -pthread -o "$work/spin" daemon/tests/fixtures/capture_spin.c
-mpicc -O2 -g -o "$work/ring" daemon/tests/fixtures/mpi_ring.c
 
 start() { # start a fixture that prints "ready"; its pid in $started
     "$@" > "$work/out.$$" 2>&1 &
@@ -54,31 +44,13 @@ $stoptime --captures "$CAPTURES" "$spin"
 kill -9 "$spin"
 
 echo "== $RANKS hung Open MPI ranks (ring, rank 1 sleeps before its send; the rest spin in MPI)"
-mpirun --oversubscribe --allow-run-as-root -np "$RANKS" "$work/ring" > "$work/ring.out" 2>&1 &
-mpirun_pid=$!
-disown "$mpirun_pid"
-pids+=("$mpirun_pid")
-for _ in $(seq 1000); do
-    [ "$(grep -c '^rank .* pid' "$work/ring.out" 2>/dev/null)" -ge "$RANKS" ] && break
-    sleep 0.02
-done
-ranks=$(awk '/^rank .* pid/ {print $4}' "$work/ring.out" | paste -sd' ')
-# shellcheck disable=SC2206
-pids+=($ranks) # killed directly too: mpirun killed with -9 would leave them spinning
-sleep 1
+start_ring "$RANKS"
 echo "ranks: $(echo $ranks | wc -w) processes"
 $stoptime --captures 50 $ranks
 
 echo "== whole dump of all $RANKS ranks (capture + unwind + print), median of 5"
-time_it() { # median wall seconds of 5 runs of "$@"
-    for _ in 1 2 3 4 5; do
-        s=$EPOCHREALTIME; "$@" > /dev/null 2>&1 || true; e=$EPOCHREALTIME
-        awk "BEGIN {printf \"%.3f\n\", $e - $s}"
-    done | sort -n | sed -n 3p
-}
+time_it() { for _ in 1 2 3 4 5; do seconds "$@"; done | median; }
 echo "strata dump (all ranks, one command):   $(time_it $strata dump $(echo $ranks | tr ' ' ','))"
 echo "eu-stack -p, one per rank, sequential:  $(time_it sh -c "for p in $ranks; do eu-stack -p \$p; done")"
 echo "gdb -batch 'thread apply all bt', one per rank (1 run): $(
-    s=$EPOCHREALTIME
-    for p in $ranks; do gdb -batch -p "$p" -ex 'thread apply all bt' >/dev/null 2>&1 || true; done
-    e=$EPOCHREALTIME; awk "BEGIN {printf \"%.3f\n\", $e - $s}")"
+    seconds sh -c "for p in $ranks; do gdb -batch -p \$p -ex 'thread apply all bt'; done")"

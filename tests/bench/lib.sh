@@ -1,0 +1,50 @@
+# Shared by the benchmark scripts in this folder (sourced, not run).
+# Provides: need TOOL..., $work (a temp dir removed at exit, with every pid in $pids killed),
+# start_ring N (a hung Open MPI ring: sets $mpirun_pid and $ranks), seconds CMD...,
+# median (of numbers on stdin).
+
+need() {
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || {
+            echo "$(basename "$0"): $tool not found (see the script's header)" >&2
+            exit 2
+        }
+    done
+}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A hung ring of $1 ranks (daemon/tests/fixtures/mpi_ring.c: rank 1 sleeps before its send,
+# rank 2 waits in MPI_Waitall, the others spin in MPI_Barrier).
+start_ring() {
+    mpicc -O2 -g -o "$work/ring" daemon/tests/fixtures/mpi_ring.c
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun --oversubscribe -np "$1" "$work/ring" > "$work/ring.out" 2>&1 &
+    mpirun_pid=$!
+    disown "$mpirun_pid"
+    pids+=("$mpirun_pid")
+    for _ in $(seq 1000); do
+        [ "$(grep -c '^rank .* pid' "$work/ring.out" 2>/dev/null)" -ge "$1" ] && break
+        sleep 0.02
+    done
+    ranks=$(awk '/^rank .* pid/ {print $4}' "$work/ring.out" | paste -sd' ')
+    # shellcheck disable=SC2206
+    pids+=($ranks) # killed directly too: mpirun killed with -9 would leave them spinning
+    sleep 1
+}
+
+# Wall seconds of "$@" (output discarded).
+seconds() {
+    local s=$EPOCHREALTIME
+    "$@" > /dev/null 2>&1 || true
+    local e=$EPOCHREALTIME
+    awk "BEGIN {printf \"%.3f\n\", $e - $s}"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
