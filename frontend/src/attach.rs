@@ -205,24 +205,14 @@ fn assemble(
     let mut missing = Vec::new();
     let found: BTreeSet<u32> = tasks.iter().map(|t| t.rank).collect();
     let dup: BTreeSet<u32> = duplicates.iter().map(|d| d.rank).collect();
-    let absent = |set: &dyn Fn(u32) -> bool| -> Vec<(u32, u32)> {
-        let mut runs: Vec<(u32, u32)> = Vec::new();
-        for r in (0..job_size).filter(|&r| set(r)) {
-            match runs.last_mut() {
-                Some((_, end)) if *end == r => *end = r + 1,
-                _ => runs.push((r, r + 1)),
-            }
-        }
-        runs
-    };
-    let dups = absent(&|r| dup.contains(&r));
+    let dups = runs_of((0..job_size).filter(|r| dup.contains(r)));
     if !dups.is_empty() {
         missing.push(MissingRanks {
             ranks: format_runs(&dups),
             reason: "several unrelated processes claim these ranks".to_string(),
         });
     }
-    let not_found = absent(&|r| !found.contains(&r) && !dup.contains(&r));
+    let not_found = runs_of((0..job_size).filter(|r| !found.contains(r) && !dup.contains(r)));
     if !not_found.is_empty() {
         missing.push(MissingRanks {
             ranks: format_runs(&not_found),
@@ -294,12 +284,17 @@ fn hints(sampled: &Sampled, threads_shown: bool) {
 }
 
 fn list(ranks: &[u32]) -> String {
+    format_runs(&runs_of(ranks.iter().copied()))
+}
+
+/// Ascending ranks as runs `(first, end)`.
+fn runs_of(ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
     let mut runs: Vec<(u32, u32)> = Vec::new();
-    for &r in ranks {
+    for r in ranks {
         match runs.last_mut() {
             Some((_, end)) if *end == r => *end = r + 1,
             _ => runs.push((r, r + 1)),
         }
     }
-    format_runs(&runs)
+    runs
 }
