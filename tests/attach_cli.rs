@@ -165,6 +165,7 @@ fn attach_pids(pids: &str, samples: u32, extra: &[&str]) -> (i32, String, String
         "--no-files",
     ];
     args.extend_from_slice(extra);
+    // A later --interval overrides the one above.
     parts(&strata(&args))
 }
 
@@ -312,4 +313,41 @@ fn ctrl_c_and_kill_9_while_sampling_leave_targets_running() {
         });
         assert_free(t.pid());
     }
+}
+
+#[test]
+fn a_rank_without_debug_information_is_named_once_and_still_sampled() {
+    let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
+    let stripped = target::strip(&exe, "capture_target_nodebug", &["--strip-debug"]);
+    let t = Target::start(&stripped, &["0"]);
+    t.wait_all_sleeping(1);
+    let (code, out, err) = attach_pids(&t.pid().to_string(), 2, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("main_level3"), "names from .symtab: {out}");
+    assert_eq!(err.matches("has no debug information").count(), 1, "{err}");
+    assert!(err.contains("capture_target_nodebug"), "{err}");
+    assert_free(t.pid());
+}
+
+#[test]
+fn a_rank_that_exits_while_sampled_stays_in_the_tree_as_exited() {
+    let stays = blocked(0);
+    // `sleep` under its own sh (see tests/support/target.rs: never this test's child).
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 0.4 & echo $!; wait $!"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sh.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let goes = line.trim().to_string();
+    let pids = format!("{},{goes}", stays.pid());
+    let (code, out, err) = attach_pids(&pids, 12, &["--interval", "100ms"]);
+    sh.wait().unwrap();
+    assert_eq!(code, 4, "partial result: {out}\n{err}");
+    assert!(out.contains("[task exited]"), "{out}");
+    assert!(err.contains(&format!("rank 1 (pid {goes})")), "{err}");
+    assert_free(stays.pid());
 }

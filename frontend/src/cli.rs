@@ -34,6 +34,8 @@ impl Failure {
     about = "Stack trace analysis for hung parallel jobs: sample every rank, merge the stacks \
              into a call-graph prefix tree, read the handful of equivalence classes.",
     after_help = exit::table(),
+    // A later option wins over an earlier one (scripts append to a base command line).
+    args_override_self = true,
 )]
 pub struct Cli {
     #[command(subcommand)]
