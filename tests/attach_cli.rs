@@ -23,9 +23,13 @@ struct MpiJob {
 impl MpiJob {
     fn ring(np: usize) -> MpiJob {
         let exe = target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
+        MpiJob::start(&exe, np)
+    }
+
+    fn start(exe: &std::path::Path, np: usize) -> MpiJob {
         let mut mpirun = Command::new("mpirun")
             .args(["--oversubscribe", "-np", &np.to_string()])
-            .arg(&exe)
+            .arg(exe)
             // Ranks that wait yield the core now and then: 8 spinning ranks on 2 cores
             // would starve everything else on a CI machine.
             .env("OMPI_MCA_mpi_yield_when_idle", "1")
@@ -167,6 +171,44 @@ fn attach_pids(pids: &str, samples: u32, extra: &[&str]) -> (i32, String, String
     args.extend_from_slice(extra);
     // A later --interval overrides the one above.
     parts(&strata(&args))
+}
+
+/// The same hang in Fortran (gfortran through mpif90): Open MPI's Fortran bindings are
+/// named as the program calls them (`mpi_barrier_`, not the library's `ompi_barrier_f`),
+/// and module procedures read `module::procedure`.
+#[test]
+fn hung_fortran_ring_names_the_fortran_mpi_calls() {
+    let exe = target::compile_with("mpif90", "mpi_ring.f90", "mpi_ring_f", &["-O2", "-g"]);
+    let job = MpiJob::start(&exe, 8);
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &job.mpirun.id().to_string(),
+        "-n",
+        "3",
+        "--interval",
+        "50ms",
+        "--no-files",
+    ]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let classes = class_lines(&out);
+    assert_eq!(classes.len(), 3, "{out}");
+    let class = |prefix: &str| classes.iter().find(|l| l.starts_with(prefix)).cloned();
+    assert!(
+        class("1:[1] ").is_some_and(|c| c.contains("sleep")),
+        "{out}"
+    );
+    assert!(
+        class("1:[2] ").is_some_and(|c| c.ends_with("solver::exchange > mpi_waitall_")),
+        "{out}"
+    );
+    assert!(
+        class("6:[0,3-7] ").is_some_and(|c| c.ends_with("solver::exchange > mpi_barrier_")),
+        "{out}"
+    );
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
 }
 
 fn blocked(threads: usize) -> Target {

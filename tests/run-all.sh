@@ -22,8 +22,9 @@ fi
 #   (.gnu_debugaltlink);
 # - libc6-dbg: libc's separate debug file (by build-id, compressed sections), which the
 #   symbolization tests read and compare with eu-stack's;
-# - openmpi-bin, libopenmpi-dev: `strata attach` is tested on a hung Open MPI job.
-PACKAGES=(graphviz gcc g++ libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev)
+# - openmpi-bin, libopenmpi-dev, gfortran: `strata attach` is tested on hung Open MPI jobs
+#   in C and in Fortran.
+PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -198,9 +198,22 @@ impl Image {
         // `PMPI_Barrier` (global) thus names the frame, not its weak alias `MPI_Barrier`,
         // with or without DWARF (whose subprogram is `PMPI_Barrier` too); the name breaks
         // the last ties so that the choice never depends on the symbol table's order.
+        //
+        // One exception comes before the binding: a Fortran MPI binding is a global
+        // implementation symbol (`ompi_barrier_f`) with weak aliases for every compiler's
+        // mangling (`mpi_barrier_`, `mpi_barrier__`, `MPI_BARRIER`, ...). The one gfortran
+        // and most compilers call, lowercase with one trailing underscore, names the frame:
+        // it is what the program called and what "cut below MPI" recognises.
         symbols.sort_by(|a, b| {
-            let key = |s: &Symbol| (s.address, std::cmp::Reverse(s.size), s.binding);
             let name = |s: &Symbol| &symbol_names[s.name.start as usize..s.name.end as usize];
+            let key = |s: &Symbol| {
+                (
+                    s.address,
+                    std::cmp::Reverse(s.size),
+                    !is_fortran_mpi_call(name(s)),
+                    s.binding,
+                )
+            };
             key(a).cmp(&key(b)).then_with(|| name(a).cmp(name(b)))
         });
         let build_id = file.build_id().ok().flatten().map(hex);
@@ -515,6 +528,16 @@ impl AddressSpace {
             None => format!("{}!{svma:#x}", m.short_name()),
         }
     }
+}
+
+/// `mpi_barrier_`: an MPI routine as a Fortran program calls it (lowercase, one trailing
+/// underscore), not `mpi_barrier__` or `pmpi_barrier_` (the profiling entry).
+fn is_fortran_mpi_call(name: &str) -> bool {
+    name.starts_with("mpi_")
+        && name.ends_with('_')
+        && !name.ends_with("__")
+        && strata_filters::frame::is_mpi_entry_name(name)
+        && !name.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 #[cfg(test)]

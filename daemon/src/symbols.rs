@@ -43,6 +43,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use strata_filters::frame::is_mpi_entry_name;
 
 use object::{Object, ObjectSection};
 
@@ -271,12 +272,21 @@ fn lookup(debug: &DebugInfo, image: &Image, svma: u64) -> Vec<SourceFrame> {
         f.inlined = i != last;
     }
     let physical = &mut frames[last];
+    let own = image.symbol(svma);
     if physical.function.is_none() {
-        let own = image.symbol(svma);
         let from_debug = || debug.debug_symbols.as_ref()?.symbol(svma);
         physical.function = own
             .or_else(from_debug)
             .map(|(name, _)| demangle(name, None));
+    } else if let Some((alias, _)) = own
+        && is_mpi_entry_name(alias)
+        && !physical.function.as_deref().is_some_and(is_mpi_entry_name)
+    {
+        // An MPI library's function is named for its implementation in DWARF (Open MPI's
+        // Fortran `mpi_barrier_` is `ompi_barrier_f`) while the symbol table also has the
+        // name the program called. The MPI name is what users look for and what "cut
+        // below MPI" recognises, with or without the library's debug information.
+        physical.function = Some(alias.to_string());
     }
     frames
 }
