@@ -330,8 +330,12 @@ impl Sampler {
                 if thread.stack.is_ok() {
                     report.samples_ok += 1;
                 }
-                report.waits_on_threads =
-                    stacks.threads.len() > 1 && waits_on_own_threads(&inner_first);
+                // Named waits (join, condition, barrier), or a futex wait of any kind:
+                // unnamed runtime internals (OpenMP's barrier in libgomp) and locks held by
+                // another thread end there too, and the answer is in the other threads.
+                report.waits_on_threads = stacks.threads.len() > 1
+                    && (waits_on_own_threads(&inner_first)
+                        || thread.info.syscall.is_some_and(is_futex_wait));
                 if report.build_id.is_none() {
                     self.describe_executable(&stacks.space, report);
                 }
@@ -505,6 +509,11 @@ fn waits_on_own_threads(inner_first: &[Arc<Frame>]) -> bool {
         .take(8)
         .filter_map(|f| f.code().and_then(|c| c.function.as_deref()))
         .any(|name| WAITS_ON_THREADS.iter().any(|w| name.contains(w)))
+}
+
+/// `futex` (202) and `futex_waitv` (449) on x86-64.
+fn is_futex_wait(syscall: u64) -> bool {
+    matches!(syscall, 202 | 449)
 }
 
 fn sleep_until(when: Instant, stop: &dyn Fn() -> bool) {

@@ -262,8 +262,8 @@ fn hints(sampled: &Sampled, threads_shown: bool) {
     let waiting = ranks_where(&|t| t.waits_on_threads);
     if !waiting.is_empty() && !threads_shown {
         eprintln!(
-            "strata: rank(s) {}: the main thread waits for its own threads (join or condition \
-             wait); run with --threads to see what they do",
+            "strata: rank(s) {}: the main thread waits for its own threads (join, condition, \
+             barrier or lock); run with --threads to see what they do",
             list(&waiting)
         );
     }
