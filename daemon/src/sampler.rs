@@ -213,7 +213,7 @@ impl Sampler {
                         );
                         last[i] = Some(LastStacks {
                             threads: self.symbolized(&stacks),
-                            capture,
+                            capture: without_stack_copies(capture),
                         });
                         traced
                     }
@@ -456,6 +456,17 @@ impl Sampler {
         self.frames.insert(key, frames.clone());
         frames
     }
+}
+
+/// A capture kept only to print its threads: its stack copies (up to 512 KiB a thread,
+/// already unwound) would make a daemon of many ranks hold hundreds of megabytes.
+fn without_stack_copies(mut capture: TaskCapture) -> TaskCapture {
+    for t in &mut capture.threads {
+        if let Ok(s) = &mut t.snapshot {
+            s.stack.bytes = Vec::new();
+        }
+    }
+    capture
 }
 
 /// Thread indices, handed out in order of first appearance.

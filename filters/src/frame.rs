@@ -76,7 +76,9 @@ pub enum Special {
     RanksUnknown,
     /// strata could not attach (permission, already traced, ...); see the rank table.
     NotAttached,
-    /// The stack was deeper than the frame limit; the innermost frames are missing.
+    /// The stack was deeper than the frame limit. A walk starts at the innermost frame, so
+    /// the outermost frames are the missing ones: this frame stands in for them, first on
+    /// the path.
     Truncated,
     /// The thread sleeps uninterruptibly in the kernel (state D: I/O, a hung file system)
     /// and cannot be stopped to read its stack; the rank table has its `wchan`.
