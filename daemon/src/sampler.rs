@@ -198,9 +198,12 @@ impl Sampler {
                 }
             }
             let captures = capturer.capture(&pids, &options.capture);
+            // Every thread is walked when threads are sampled, and in the last sample
+            // (whose whole stacks `--rank` prints); otherwise the main threads suffice.
+            let all_threads = options.threads || sample + 1 == options.samples.max(1);
             for (i, result) in captures.into_iter().enumerate() {
                 let task = i as u32;
-                let result = self.retry_incomplete(capturer, pids[i], result, options);
+                let result = self.retry_incomplete(capturer, pids[i], result, options, all_threads);
                 let paths = match result {
                     Ok((capture, stacks)) => {
                         let traced = self.record(
@@ -211,10 +214,12 @@ impl Sampler {
                             &mut reports[i],
                             &mut threads,
                         );
-                        last[i] = Some(LastStacks {
-                            threads: self.symbolized(&stacks),
-                            capture: without_stack_copies(capture),
-                        });
+                        if all_threads {
+                            last[i] = Some(LastStacks {
+                                threads: self.symbolized(&stacks),
+                                capture: without_stack_copies(capture),
+                            });
+                        }
                         traced
                     }
                     Err(e) => {
@@ -273,11 +278,16 @@ impl Sampler {
         pid: Pid,
         first: Result<TaskCapture, CaptureError>,
         options: &SampleOptions,
+        all_threads: bool,
     ) -> Result<(TaskCapture, TaskStacks), CaptureError> {
         let mut capture = first?;
         let mut attempt = 0;
         loop {
-            let stacks = self.unwind(&capture, options.max_frames);
+            let live = ProcessMemory::new(pid);
+            let stacks =
+                stacks::unwind_threads(&capture, &self.images, &live, options.max_frames, &|t| {
+                    all_threads || t.tid == pid
+                });
             let complete = stacks
                 .threads
                 .first()
@@ -310,7 +320,7 @@ impl Sampler {
         threads: &mut ThreadIndex,
     ) -> Vec<(Option<u32>, Vec<Arc<Frame>>)> {
         let mut out = Vec::new();
-        for (t, thread) in stacks.threads.iter().enumerate() {
+        for thread in &stacks.threads {
             let is_main = thread.info.tid == capture.pid;
             if !options.threads && !is_main {
                 continue;
@@ -333,16 +343,14 @@ impl Sampler {
                 // Named waits (join, condition, barrier), or a futex wait of any kind:
                 // unnamed runtime internals (OpenMP's barrier in libgomp) and locks held by
                 // another thread end there too, and the answer is in the other threads.
-                report.waits_on_threads = stacks.threads.len() > 1
+                report.waits_on_threads = capture.threads.len() > 1
                     && (waits_on_own_threads(&inner_first)
                         || thread.info.syscall.is_some_and(is_futex_wait));
                 if report.build_id.is_none() {
                     self.describe_executable(&stacks.space, report);
                 }
             }
-            let index = options
-                .threads
-                .then(|| threads.index(task, &capture.threads[t].info));
+            let index = options.threads.then(|| threads.index(task, &thread.info));
             let mut path = inner_first;
             path.reverse();
             out.push((index, path));

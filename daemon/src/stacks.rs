@@ -37,10 +37,23 @@ pub fn unwind_task(
     live: &dyn MemoryReader,
     max_frames: usize,
 ) -> TaskStacks {
+    unwind_threads(capture, cache, live, max_frames, &|_| true)
+}
+
+/// Like [`unwind_task`], for the threads `wanted` accepts only (sampling the main threads
+/// need not walk the others).
+pub fn unwind_threads(
+    capture: &TaskCapture,
+    cache: &ImageCache,
+    live: &dyn MemoryReader,
+    max_frames: usize,
+    wanted: &dyn Fn(&ThreadInfo) -> bool,
+) -> TaskStacks {
     let space = AddressSpace::load(capture.pid, &capture.maps, live, cache);
     let threads = capture
         .threads
         .iter()
+        .filter(|t| wanted(&t.info))
         .map(|t| ThreadStack {
             info: t.info.clone(),
             stack: t.snapshot.as_ref().map_err(Clone::clone).map(|snap| {
