@@ -918,7 +918,11 @@ const PAGE: u64 = 4096;
 /// `process_vm_readv` with page-sized remote pieces so that an unreadable page cuts the
 /// copy short instead of failing it.
 fn copy_stack(pid: Pid, sp: u64, maps: &[Mapping], max: usize) -> MemoryCopy {
-    let mapping = maps.iter().find(|m| m.start <= sp && sp < m.end);
+    // /proc/PID/maps lists mappings by ascending address: a binary search, which matters
+    // for processes with thousands of threads (a stack and a guard mapping each).
+    let mapping = maps[..maps.partition_point(|m| m.start <= sp)]
+        .last()
+        .filter(|m| sp < m.end);
     // Not below the stack's mapping: the page there is a guard page or another mapping,
     // and an unreadable first page would cut the whole copy short (to nothing).
     let start = sp
