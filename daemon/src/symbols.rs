@@ -287,8 +287,24 @@ fn lookup(debug: &DebugInfo, image: &Image, svma: u64) -> Vec<SourceFrame> {
         // name the program called. The MPI name is what users look for and what "cut
         // below MPI" recognises, with or without the library's debug information.
         physical.function = Some(alias.to_string());
+    } else if let (Some((sym, _)), Some(short)) = (own, physical.function.as_deref())
+        && let Some(full) = qualified(&demangle(sym, None), short)
+    {
+        // Reduced debug information (Rust's line-tables-only, gcc -g1) names functions
+        // without their path (`rank_main`); the symbol table has the qualified name.
+        physical.function = Some(full);
     }
     frames
+}
+
+/// `full` when it is `short` qualified by a path (`a::b::short`, `C::short(int)`).
+fn qualified(full: &str, short: &str) -> Option<String> {
+    if full == short || short.contains("::") {
+        return None;
+    }
+    let at = full.rfind(&format!("::{short}"))?;
+    let rest = &full[at + 2 + short.len()..];
+    (rest.is_empty() || rest.starts_with('(')).then(|| full.to_string())
 }
 
 /// addr2line's frames at `svma`, innermost first. Stops at the first DWARF error, keeping
@@ -681,5 +697,21 @@ mod tests {
     fn symbolizer_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Symbolizer>();
+    }
+
+    #[test]
+    fn short_dwarf_names_get_their_path_from_the_symbol_table() {
+        assert_eq!(
+            qualified("strata_frontend::demo::rank_main", "rank_main").as_deref(),
+            Some("strata_frontend::demo::rank_main")
+        );
+        assert_eq!(
+            qualified("Sorter<int>::run(int)", "run").as_deref(),
+            Some("Sorter<int>::run(int)")
+        );
+        assert_eq!(qualified("main", "main"), None);
+        assert_eq!(qualified("a::rerun", "run"), None);
+        assert_eq!(qualified("a::run_fast", "run"), None);
+        assert_eq!(qualified("x::y", "a::y"), None);
     }
 }

@@ -27,6 +27,11 @@ use crate::result::{
 };
 
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
+    run_named(args, None)
+}
+
+/// [`run`], with the job named `job_name` instead of after its launcher or first process.
+pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
     // Before any capture thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
@@ -99,7 +104,7 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     }
 
     let job = JobInfo {
-        id: job_id(&selector, &tasks),
+        id: job_name.unwrap_or_else(|| job_id(&selector, &tasks)),
         resource_manager: "local".to_string(),
         step: None,
         launcher_pid: args.launcher_pid.map(|p| p as u32),

@@ -51,6 +51,13 @@ pub enum Command {
     /// call-graph prefix tree and show its equivalence classes.
     #[command(after_help = exit::table())]
     Attach(AttachArgs),
+    /// Start a small hung job on this host (no MPI needed) and attach to it: what
+    /// `strata attach` shows, on a fresh machine.
+    #[command(after_help = exit::table())]
+    Demo(DemoArgs),
+    /// One rank of `strata demo`'s job (internal).
+    #[command(hide = true)]
+    DemoRank(DemoRankArgs),
     /// Print every thread's stack of running processes (like `eu-stack -p` or
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
@@ -90,6 +97,33 @@ pub struct AttachArgs {
     pub debug_dir: Vec<PathBuf>,
     #[command(flatten)]
     pub show: ShowArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Number of ranks in the demo job.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(3..=256))]
+    pub ranks: u32,
+    /// Number of samples.
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub samples: u32,
+    /// Time between samples.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Also print these ranks' full stacks.
+    #[arg(long, value_delimiter = ',', value_name = "R,...")]
+    pub rank: Vec<u32>,
+    /// Write the result files here (by default the demo writes none).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub show: ShowArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoRankArgs {
+    #[arg(long)]
+    pub rank: u32,
 }
 
 /// `100ms`, `1.5s`, `2` (seconds).
@@ -210,6 +244,8 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::View(args) => view(args),
         Command::Dump(args) => crate::dump::run(args),
         Command::Attach(args) => crate::attach::run(args),
+        Command::Demo(args) => crate::demo::run(args),
+        Command::DemoRank(args) => crate::demo::rank_main(args),
     }
 }
 

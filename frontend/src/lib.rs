@@ -5,6 +5,7 @@
 
 pub mod attach;
 pub mod cli;
+pub mod demo;
 pub mod dump;
 pub mod example;
 pub mod exit;
