@@ -393,3 +393,33 @@ fn a_rank_that_exits_while_sampled_stays_in_the_tree_as_exited() {
     assert!(err.contains(&format!("rank 1 (pid {goes})")), "{err}");
     assert_free(stays.pid());
 }
+
+/// The 2D tree is the latest sample only, also for threads: threads that came and went
+/// between samples must not pile up in it (they do in the 3D tree, which holds them all).
+#[test]
+fn two_d_tree_with_threads_holds_only_the_latest_sample() {
+    let exe = target::compile("capture_churn.c", "capture_churn", &["-O0", "-g"]);
+    let t = Target::start(&exe, &[]);
+    let pid = t.pid().to_string();
+    let most_threads = |tree: &str| {
+        let (code, out, err) = attach_pids(&pid, 20, &["--threads", "--tree", tree]);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .filter_map(|l| {
+                let at = l.find(" thr)")?;
+                let open = l[..at].rfind('(')?;
+                l[open + 1..at].trim().parse::<u32>().ok()
+            })
+            .max()
+            .unwrap_or_else(|| panic!("no thread counts in:\n{out}"))
+    };
+    // The churn fixture has its main thread and at most 4 short-lived threads at a time.
+    // (Before the 2D tree was rebuilt per sample it held every thread ever seen: 20-30.)
+    assert!(most_threads("2d") <= 5, "2D tree mixes samples");
+    // Threads that ended during a capture are left out, not shown as an exited task, and
+    // threads caught at birth (inside clone3) end there, not in an unwind error.
+    let (_, out, _) = attach_pids(&pid, 10, &["--threads"]);
+    assert!(!out.contains("[task exited]"), "{out}");
+    assert!(!out.contains("[unwind error]"), "{out}");
+    assert_free(t.pid());
+}

@@ -131,6 +131,10 @@ pub struct Sampled {
     pub samples: u32,
 }
 
+/// A sampled path (outermost frame first) and the thread index that took it, if threads
+/// are sampled.
+type ThreadPath = (Option<u32>, Vec<Arc<Frame>>);
+
 /// The trace frames of one address: inlined calls first, then the function.
 type SharedFrames = Arc<[Arc<Frame>]>;
 
@@ -177,8 +181,8 @@ impl Sampler {
             .collect();
         let mut threads = ThreadIndex::default();
         let mut tree_3d: PrefixTree<TaskRuns> = PrefixTree::new(n, 0);
-        // The last path of every (task, thread) for the 2D tree.
-        let mut last_paths: HashMap<(u32, Option<u32>), Vec<Arc<Frame>>> = HashMap::new();
+        // Per task, the paths of its latest sample (one per thread sampled): the 2D tree.
+        let mut latest: Vec<Vec<ThreadPath>> = vec![Vec::new(); tasks.len()];
         let mut last: Vec<Option<LastStacks>> = vec![None; tasks.len()];
         let started = SystemTime::now();
         let mut rng = Jitter::seeded();
@@ -236,10 +240,10 @@ impl Sampler {
                         vec![(None, vec![Arc::new(Frame::Special(special))])]
                     }
                 };
-                for (thread, path) in paths {
-                    add_path(&mut tree_3d, &path, task, thread);
-                    last_paths.insert((task, thread), path);
+                for (thread, path) in &paths {
+                    add_path(&mut tree_3d, path, task, *thread);
                 }
+                latest[i] = paths;
             }
             taken += 1;
             progress(taken);
@@ -253,10 +257,10 @@ impl Sampler {
             // thread space now that it is known.
             tree_3d = with_thread_space(&tree_3d, thread_space);
         }
-        let mut keys: Vec<_> = last_paths.keys().copied().collect();
-        keys.sort_unstable();
-        for key in keys {
-            add_path(&mut tree_2d, &last_paths[&key], key.0, key.1);
+        for (task, paths) in latest.iter().enumerate() {
+            for (thread, path) in paths {
+                add_path(&mut tree_2d, path, task as u32, *thread);
+            }
         }
         Sampled {
             tree_2d,
@@ -318,11 +322,16 @@ impl Sampler {
         options: &SampleOptions,
         report: &mut TaskReport,
         threads: &mut ThreadIndex,
-    ) -> Vec<(Option<u32>, Vec<Arc<Frame>>)> {
+    ) -> Vec<ThreadPath> {
         let mut out = Vec::new();
         for thread in &stacks.threads {
             let is_main = thread.info.tid == capture.pid;
             if !options.threads && !is_main {
+                continue;
+            }
+            // A thread (not the task) that ended during the capture no longer exists: it
+            // has no place in the tree ("[task exited]" would say the rank is gone).
+            if !is_main && matches!(thread.stack, Err(ThreadError::Exited)) {
                 continue;
             }
             let inner_first = self.thread_frames(&stacks.space, thread);
@@ -394,6 +403,7 @@ impl Sampler {
         match stack.end {
             WalkEnd::Outermost => {}
             WalkEnd::Truncated => out.push(Arc::new(Frame::Special(Special::Truncated))),
+            WalkEnd::Error(_) if out.last().is_some_and(|f| is_entry_point(f)) => {}
             WalkEnd::Error(_) => out.push(Arc::new(Frame::Special(Special::UnwindError))),
         }
         out
@@ -528,6 +538,16 @@ fn waits_on_own_threads(inner_first: &[Arc<Frame>]) -> bool {
         .take(8)
         .filter_map(|f| f.code().and_then(|c| c.function.as_deref()))
         .any(|name| WAITS_ON_THREADS.iter().any(|w| name.contains(w)))
+}
+
+/// The outermost function of every process or thread. A walk that reaches one and then
+/// fails has reached the bottom anyway: a thread caught in its first instructions, before
+/// `clone3` marks its return address undefined, has nothing more to show.
+fn is_entry_point(frame: &Frame) -> bool {
+    frame
+        .code()
+        .and_then(|c| c.function.as_deref())
+        .is_some_and(|f| matches!(f, "clone3" | "clone" | "__clone" | "_start"))
 }
 
 /// `futex` (202) and `futex_waitv` (449) on x86-64.
