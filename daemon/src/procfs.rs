@@ -85,6 +85,14 @@ pub fn blocked_syscall(pid: Pid, tid: Pid) -> Option<u64> {
         .and_then(|n| u64::try_from(n).ok())
 }
 
+/// `system call epoll_wait`, or `system call 123` for a number without a name here.
+pub fn syscall_label(nr: u64) -> String {
+    match syscall_name(nr) {
+        Some(name) => format!("system call {name}"),
+        None => format!("system call {nr}"),
+    }
+}
+
 /// The x86-64 name of the system calls a hung program is usually blocked in (the table is
 /// not complete on purpose: an unknown number is shown as a number).
 pub fn syscall_name(nr: u64) -> Option<&'static str> {

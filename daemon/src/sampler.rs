@@ -337,15 +337,11 @@ impl Sampler {
             let inner_first = self.thread_frames(&stacks.space, thread);
             if is_main {
                 report.state = Some(thread.info.state);
-                report.kernel_wait = thread.info.wchan.clone().or_else(|| {
-                    thread
-                        .info
-                        .syscall
-                        .map(|nr| match crate::procfs::syscall_name(nr) {
-                            Some(name) => format!("system call {name}"),
-                            None => format!("system call {nr}"),
-                        })
-                });
+                report.kernel_wait = thread
+                    .info
+                    .wchan
+                    .clone()
+                    .or_else(|| thread.info.syscall.map(crate::procfs::syscall_label));
                 if thread.stack.is_ok() {
                     report.samples_ok += 1;
                 }

@@ -7,7 +7,7 @@ use crate::capture::{TaskCapture, ThreadError, ThreadInfo};
 use crate::images::{AddressSpace, ImageCache};
 use crate::memory::{Layered, MemoryReader};
 use crate::procfs::Pid;
-use crate::unwind::{FrameKind, UnwoundFrame, UnwoundStack, unwind};
+use crate::unwind::{UnwoundStack, unwind};
 
 /// Frames beyond this are cut (the walk ends as truncated): deeper stacks are recursion.
 pub const DEFAULT_MAX_FRAMES: usize = 512;
@@ -69,30 +69,5 @@ pub fn unwind_threads(
         pid: capture.pid,
         space,
         threads,
-    }
-}
-
-/// `libc.so.6!__clock_nanosleep+0x5a` for a frame: the symbol is looked up at the frame's
-/// lookup address (a return address minus one belongs to the call), the offset is the
-/// frame's pc's, as gdb and eu-stack print them.
-pub fn describe_frame(space: &AddressSpace, frame: &UnwoundFrame) -> String {
-    let Some(m) = space.find(frame.lookup_pc) else {
-        return format!("{:#x}", frame.pc);
-    };
-    let svma = frame.lookup_pc.wrapping_sub(m.bias);
-    let extra = frame.pc - frame.lookup_pc;
-    match m.image().and_then(|i| i.symbol(svma)) {
-        Some((name, off)) if off + extra == 0 => format!("{name} ({})", m.short_name()),
-        Some((name, off)) => format!("{name}+{:#x} ({})", off + extra, m.short_name()),
-        None => format!("{:#x} ({})", svma + extra, m.short_name()),
-    }
-}
-
-/// A short tag for frames that are not plain calls.
-pub fn frame_note(frame: &UnwoundFrame) -> Option<&'static str> {
-    match frame.kind {
-        FrameKind::SignalHandlerTrampoline => Some("<signal handler called>"),
-        FrameKind::SignalInterrupted => Some("<interrupted by a signal>"),
-        FrameKind::Innermost | FrameKind::Call => None,
     }
 }

@@ -10,11 +10,6 @@ use nix::sys::signal::{SigSet, Signal};
 /// The signals that end strata gracefully.
 const ENDING: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
-/// The exit status after one of them, as a shell reports a death by that signal.
-pub fn exit_status(signal: Signal) -> u8 {
-    128 + signal as u8
-}
-
 /// Blocks the ending signals in this thread (and so in every thread it starts later:
 /// call it before starting any) and returns a channel that receives them.
 pub fn watch() -> std::io::Result<mpsc::Receiver<Signal>> {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use strata_daemon::capture::{TaskCapture, ThreadError};
-use strata_daemon::procfs::syscall_name;
+use strata_daemon::procfs::syscall_label;
 use strata_daemon::sampler::ThreadFrames;
 use strata_daemon::unwind::{FrameKind, WalkEnd};
 use strata_filters::Frame;
@@ -40,14 +40,7 @@ pub fn render_process(
             let _ = write!(head, " in {w}");
         }
         if let Some(nr) = info.syscall {
-            match syscall_name(nr) {
-                Some(name) => {
-                    let _ = write!(head, " (system call {name})");
-                }
-                None => {
-                    let _ = write!(head, " (system call {nr})");
-                }
-            }
+            let _ = write!(head, " ({})", syscall_label(nr));
         }
         if let Ok(s) = &t.snapshot {
             if let Some(sig) = s.pending_signal {
