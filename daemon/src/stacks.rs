@@ -3,6 +3,8 @@
 //! over the live process for anything outside them (code bytes, the vdso): the task may
 //! run again by then, and only its stacks need to be of the captured moment.
 
+use std::sync::Arc;
+
 use crate::capture::{TaskCapture, ThreadError, ThreadInfo};
 use crate::images::{AddressSpace, ImageCache};
 use crate::memory::{Layered, MemoryReader};
@@ -23,8 +25,9 @@ pub struct ThreadStack {
 #[derive(Debug)]
 pub struct TaskStacks {
     pub pid: Pid,
-    /// The task's executable mappings and their images (to name frames).
-    pub space: AddressSpace,
+    /// The task's executable mappings and their images (to name frames); shared by the
+    /// captures of a task whose mappings did not change.
+    pub space: Arc<AddressSpace>,
     /// Main thread first.
     pub threads: Vec<ThreadStack>,
 }
@@ -37,19 +40,20 @@ pub fn unwind_task(
     live: &dyn MemoryReader,
     max_frames: usize,
 ) -> TaskStacks {
-    unwind_threads(capture, cache, live, max_frames, &|_| true)
+    let space = Arc::new(AddressSpace::load(capture.pid, &capture.maps, live, cache));
+    unwind_threads(capture, space, live, max_frames, &|_| true)
 }
 
-/// Like [`unwind_task`], for the threads `wanted` accepts only (sampling the main threads
-/// need not walk the others).
+/// Like [`unwind_task`] with the task's address space already loaded (a sampler reuses it
+/// while the task's mappings stay the same: loading opens every mapped file), for the
+/// threads `wanted` accepts only (sampling the main threads need not walk the others).
 pub fn unwind_threads(
     capture: &TaskCapture,
-    cache: &ImageCache,
+    space: Arc<AddressSpace>,
     live: &dyn MemoryReader,
     max_frames: usize,
     wanted: &dyn Fn(&ThreadInfo) -> bool,
 ) -> TaskStacks {
-    let space = AddressSpace::load(capture.pid, &capture.maps, live, cache);
     let threads = capture
         .threads
         .iter()
