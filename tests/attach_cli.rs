@@ -130,15 +130,7 @@ fn hung_open_mpi_ring_through_its_launcher() {
     // Line-level frames from the ring's debug info.
     assert!(out.contains("mpi_ring.c:"), "{out}");
     // The result files.
-    for f in [
-        "result.json",
-        "tree.txt",
-        "tree-3d.dot",
-        "tree-2d.dot",
-        "stacks.folded",
-    ] {
-        assert!(out_dir.join(f).is_file(), "{f} missing");
-    }
+    support::assert_result_files(&out_dir);
     let (code, viewed, _) = parts(&strata(&[
         "view",
         out_dir.join("result.json").to_str().unwrap(),

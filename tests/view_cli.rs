@@ -76,19 +76,7 @@ fn view_writes_all_result_files() {
         out_dir.to_str().unwrap(),
     ]));
     assert_eq!(code, 0, "{err}");
-    for f in [
-        "result.json",
-        "tree.txt",
-        "tree-3d.dot",
-        "tree-2d.dot",
-        "stacks.folded",
-    ] {
-        let p = out_dir.join(f);
-        assert!(
-            p.metadata().map(|m| m.len() > 0).unwrap_or(false),
-            "{f} missing or empty"
-        );
-    }
+    support::assert_result_files(&out_dir);
     // The written result reads back.
     let (code, out, _) = parts(&strata(&[
         "view",

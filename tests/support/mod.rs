@@ -39,3 +39,21 @@ pub fn parts(out: &Output) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Every file of a result directory is there and not empty (names in docs/FORMATS.md).
+pub fn assert_result_files(dir: &std::path::Path) {
+    for f in [
+        "result.json",
+        "tree.txt",
+        "tree-3d.dot",
+        "tree-2d.dot",
+        "stacks.folded",
+    ] {
+        let p = dir.join(f);
+        assert!(
+            p.metadata().map(|m| m.len() > 0).unwrap_or(false),
+            "{f} missing or empty in {}",
+            dir.display()
+        );
+    }
+}
