@@ -49,7 +49,9 @@ impl<T: MemoryReader + ?Sized> MemoryReader for &T {
 /// task, or for memory that does not change (code, `.eh_frame`, the vdso).
 pub struct ProcessMemory {
     pid: Pid,
-    mem: Option<File>,
+    /// Opened on the first read that `process_vm_readv` cannot serve: most readers never
+    /// need it, and the sampler makes one reader per task and sample.
+    mem: std::sync::OnceLock<Option<File>>,
 }
 
 impl fmt::Debug for ProcessMemory {
@@ -62,10 +64,10 @@ impl fmt::Debug for ProcessMemory {
 
 impl ProcessMemory {
     pub fn new(pid: Pid) -> ProcessMemory {
-        // Opening /proc/PID/mem needs ptrace access (same as process_vm_readv); failing to
-        // open it just leaves process_vm_readv as the only route.
-        let mem = File::open(format!("/proc/{pid}/mem")).ok();
-        ProcessMemory { pid, mem }
+        ProcessMemory {
+            pid,
+            mem: std::sync::OnceLock::new(),
+        }
     }
 
     pub fn pid(&self) -> Pid {
@@ -95,7 +97,13 @@ impl MemoryReader for ProcessMemory {
         {
             return Ok(());
         }
-        let mem = self.mem.as_ref().ok_or(err)?;
+        // Opening /proc/PID/mem needs ptrace access (as process_vm_readv does); failing to
+        // open it leaves process_vm_readv as the only route.
+        let mem = self
+            .mem
+            .get_or_init(|| File::open(format!("/proc/{}/mem", self.pid)).ok())
+            .as_ref()
+            .ok_or(err)?;
         match mem.read_exact_at(buf, addr) {
             Ok(()) => Ok(()),
             Err(_) => Err(err),
