@@ -1,7 +1,9 @@
 //! strata's wire protocol.
 //!
-//! Messages are protobuf (prost) structs declared in Rust, so building strata needs no
-//! `protoc`. Field numbers are the compatibility contract: never reuse or renumber one.
+//! Messages are protobuf (prost) structs declared in Rust, and the gRPC service is
+//! generated from a description in `build.rs`, so building strata needs no `protoc`.
+//! [`overlay`] holds the tree network's messages, [`auth`] the session handshake,
+//! [`service`] the generated `Overlay` client and server. Field numbers are the compatibility contract: never reuse or renumber one.
 //! Everything here is untrusted input when it arrives: the receiving side validates it
 //! (see `strata_filters::wire`) and bounds its size before decoding.
 
@@ -10,6 +12,16 @@
 pub use prost::Message;
 
 pub const PROTOCOL_VERSION: u32 = 1;
+
+pub mod auth;
+pub mod overlay;
+
+/// The generated gRPC service: `overlay_client::OverlayClient` and
+/// `overlay_server::{Overlay, OverlayServer}`.
+#[allow(missing_debug_implementations, clippy::all)]
+pub mod service {
+    include!(concat!(env!("OUT_DIR"), "/strata.v1.Overlay.rs"));
+}
 
 /// A prefix tree as a daemon or commnode sends it up: frames once, then nodes in
 /// parent-first order, task sets as subtree-local runs.

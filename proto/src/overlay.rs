@@ -1,0 +1,433 @@
+//! The tree network's messages: one bidirectional stream per parent-child link.
+//!
+//! A child (daemon or commnode) opens the `Link` stream to its parent. It sends [`Hello`];
+//! the parent answers [`Challenge`] (its proof plus a nonce); the child answers [`Proof`].
+//! Only then does the parent send [`Command`]s down; the child answers each with one reply,
+//! sent as [`ReplyChunk`]s (at most [`MAX_CHUNK`] bytes each) whose concatenated `data` is
+//! the encoded reply message of that command (`SetupReply` for `Setup`, ...). Progress and
+//! heartbeats flow beside it. Each field number is part of the contract: never reuse one.
+
+/// The payload of one reply chunk, at most: well under tonic's 4 MiB message limit.
+pub const MAX_CHUNK: usize = 1 << 20;
+
+/// What a child sends up.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Up {
+    #[prost(oneof = "up::Kind", tags = "1, 2, 3, 4, 5")]
+    pub kind: Option<up::Kind>,
+}
+
+pub mod up {
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Kind {
+        #[prost(message, tag = "1")]
+        Hello(super::Hello),
+        #[prost(message, tag = "2")]
+        Proof(super::Proof),
+        #[prost(message, tag = "3")]
+        Reply(super::ReplyChunk),
+        #[prost(message, tag = "4")]
+        Progress(super::Progress),
+        #[prost(message, tag = "5")]
+        Heartbeat(super::Heartbeat),
+    }
+}
+
+/// What a parent sends down.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Down {
+    #[prost(oneof = "down::Kind", tags = "1, 2, 3")]
+    pub kind: Option<down::Kind>,
+}
+
+pub mod down {
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Kind {
+        #[prost(message, tag = "1")]
+        Challenge(super::Challenge),
+        #[prost(message, tag = "2")]
+        Command(super::Command),
+        #[prost(message, tag = "3")]
+        Heartbeat(super::Heartbeat),
+    }
+}
+
+/// Which role a child plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum Role {
+    Unknown = 0,
+    Daemon = 1,
+    Commnode = 2,
+}
+
+/// The child's first message.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Hello {
+    #[prost(uint32, tag = "1")]
+    pub protocol_version: u32,
+    #[prost(enumeration = "Role", tag = "2")]
+    pub role: i32,
+    /// The child's index among its level's processes (daemon `i` of `D`).
+    #[prost(uint32, tag = "3")]
+    pub index: u32,
+    /// A fresh random nonce ([`crate::auth::NONCE_LEN`] bytes) the parent must prove on.
+    #[prost(bytes = "vec", tag = "4")]
+    pub nonce: Vec<u8>,
+    #[prost(string, tag = "5")]
+    pub host: String,
+    #[prost(uint32, tag = "6")]
+    pub pid: u32,
+}
+
+/// The parent's answer to [`Hello`]: its own nonce and its proof of the session secret.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Challenge {
+    #[prost(uint32, tag = "1")]
+    pub protocol_version: u32,
+    #[prost(bytes = "vec", tag = "2")]
+    pub nonce: Vec<u8>,
+    #[prost(bytes = "vec", tag = "3")]
+    pub mac: Vec<u8>,
+}
+
+/// The child's proof of the session secret, over both nonces.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Proof {
+    #[prost(bytes = "vec", tag = "1")]
+    pub mac: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Heartbeat {}
+
+/// A piece of the reply to command `command`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ReplyChunk {
+    #[prost(uint64, tag = "1")]
+    pub command: u64,
+    #[prost(bytes = "vec", tag = "2")]
+    pub data: Vec<u8>,
+    /// More chunks of this reply follow.
+    #[prost(bool, tag = "3")]
+    pub more: bool,
+}
+
+/// Work done so far on command `command` in the sender's subtree (tasks times samples).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Progress {
+    #[prost(uint64, tag = "1")]
+    pub command: u64,
+    #[prost(uint64, tag = "2")]
+    pub done: u64,
+    #[prost(uint64, tag = "3")]
+    pub total: u64,
+}
+
+/// A command for the whole subtree below the receiver.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Command {
+    /// Chosen by the front end, increasing; replies name it.
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// The receiver must reply within this many milliseconds of receiving it, reporting
+    /// the children that did not answer in time as missing.
+    #[prost(uint64, tag = "2")]
+    pub timeout_ms: u64,
+    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10")]
+    pub action: Option<command::Action>,
+}
+
+pub mod command {
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Action {
+        /// Find the target tasks; reply [`super::SetupReply`] (the rank map).
+        #[prost(message, tag = "3")]
+        Setup(super::Setup),
+        /// Sample them; reply [`super::SampleReply`].
+        #[prost(message, tag = "4")]
+        Sample(super::Sample),
+        /// Full stacks of chosen ranks from the last sample; reply [`super::StacksReply`].
+        #[prost(message, tag = "5")]
+        Stacks(super::Stacks),
+        /// Stop chosen ranks and keep them stopped; reply [`super::HoldReply`].
+        #[prost(message, tag = "6")]
+        Hold(super::Hold),
+        /// Let every held task run again; reply [`super::HoldReply`].
+        #[prost(message, tag = "7")]
+        Release(super::Release),
+        /// Read memory of held tasks; reply [`super::ReadMemoryReply`].
+        #[prost(message, tag = "8")]
+        ReadMemory(super::ReadMemory),
+        /// Stop what is running and detach from every task; reply [`super::Done`].
+        #[prost(message, tag = "9")]
+        Detach(super::Detach),
+        /// Detach, reply [`super::Done`], close the link and exit.
+        #[prost(message, tag = "10")]
+        Shutdown(super::Shutdown),
+    }
+}
+
+/// Which processes are the job's tasks.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Setup {
+    /// The user who started the session: daemons use only tasks this user owns.
+    #[prost(uint32, tag = "1")]
+    pub uid: u32,
+    #[prost(oneof = "setup::Target", tags = "2, 3")]
+    pub target: Option<setup::Target>,
+    /// Daemons on one host split the tasks they find: daemon `i` of `share` takes the
+    /// `i`-th block in rank order (the local launcher). 0 or 1: each takes all.
+    #[prost(uint32, tag = "4")]
+    pub share: u32,
+    /// Directories of separate debug information.
+    #[prost(string, repeated, tag = "5")]
+    pub debug_dirs: Vec<String>,
+}
+
+pub mod setup {
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Target {
+        /// Process ids in rank order.
+        #[prost(message, tag = "2")]
+        Pids(super::PidList),
+        /// A launcher's pid: its descendants with an MPI rank.
+        #[prost(uint32, tag = "3")]
+        LauncherPid(u32),
+    }
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PidList {
+    #[prost(uint32, repeated, tag = "1")]
+    pub pids: Vec<u32>,
+}
+
+/// The rank map of a subtree: its daemons in subtree order, each with its tasks in the
+/// order of that daemon's task indices. Concatenated, they give the subtree's task space.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SetupReply {
+    #[prost(message, repeated, tag = "1")]
+    pub daemons: Vec<DaemonMap>,
+    /// Daemons (or whole subtrees) that did not answer: their ranks are unknown.
+    #[prost(message, repeated, tag = "2")]
+    pub missing: Vec<Missing>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DaemonMap {
+    #[prost(uint32, tag = "1")]
+    pub index: u32,
+    #[prost(string, tag = "2")]
+    pub host: String,
+    /// Executable paths, indexed by [`TaskEntry::executable`].
+    #[prost(string, repeated, tag = "3")]
+    pub executables: Vec<String>,
+    #[prost(message, repeated, tag = "4")]
+    pub tasks: Vec<TaskEntry>,
+    /// One line each: processes that matched but cannot be used.
+    #[prost(string, repeated, tag = "5")]
+    pub problems: Vec<String>,
+    /// Ranks claimed by several unrelated processes (left out).
+    #[prost(uint32, repeated, tag = "6")]
+    pub duplicate_ranks: Vec<u32>,
+    /// Discovery failed on this daemon: why, and the exit code class.
+    #[prost(string, optional, tag = "7")]
+    pub error: Option<String>,
+    #[prost(enumeration = "ErrorKind", tag = "8")]
+    pub error_kind: i32,
+}
+
+/// How a failure maps onto strata's exit codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum ErrorKind {
+    None = 0,
+    NotFound = 1,
+    PermissionDenied = 2,
+    Internal = 3,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TaskEntry {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+    #[prost(uint32, tag = "2")]
+    pub pid: u32,
+    #[prost(uint32, tag = "3")]
+    pub executable: u32,
+    /// The job's rank count, when the task's environment says.
+    #[prost(uint32, optional, tag = "4")]
+    pub job_size: Option<u32>,
+}
+
+/// Part of a subtree that did not answer. `first..end` is its range in the sender's task
+/// space when known (the rank map had arrived), else empty.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Missing {
+    #[prost(uint32, tag = "1")]
+    pub first: u32,
+    #[prost(uint32, tag = "2")]
+    pub end: u32,
+    /// Which processes: `daemon 3 (host n1)`, `commnode 1 (daemons 2-3)`.
+    #[prost(string, tag = "3")]
+    pub who: String,
+    /// Why: `connection lost`, `no answer within 12 s`, ...
+    #[prost(string, tag = "4")]
+    pub reason: String,
+}
+
+/// Sampling options.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sample {
+    #[prost(uint32, tag = "1")]
+    pub samples: u32,
+    #[prost(uint64, tag = "2")]
+    pub interval_us: u64,
+    #[prost(double, tag = "3")]
+    pub jitter: f64,
+    #[prost(bool, tag = "4")]
+    pub threads: bool,
+    #[prost(uint32, tag = "5")]
+    pub max_frames: u32,
+}
+
+/// A subtree's sampling result, task indices in its task space.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SampleReply {
+    #[prost(message, optional, tag = "1")]
+    pub tree_2d: Option<crate::Tree>,
+    #[prost(message, optional, tag = "2")]
+    pub tree_3d: Option<crate::Tree>,
+    /// The thread index space, in order.
+    #[prost(message, repeated, tag = "3")]
+    pub threads: Vec<ThreadEntry>,
+    /// What sampling learned per task; one per task, in task order.
+    #[prost(message, repeated, tag = "4")]
+    pub notes: Vec<TaskNote>,
+    #[prost(message, repeated, tag = "5")]
+    pub missing: Vec<Missing>,
+    /// Samples taken (the fewest of the subtree).
+    #[prost(uint32, tag = "6")]
+    pub samples: u32,
+    /// Microseconds since the Unix epoch: earliest start, latest end.
+    #[prost(uint64, tag = "7")]
+    pub started_us: u64,
+    #[prost(uint64, tag = "8")]
+    pub finished_us: u64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ThreadEntry {
+    /// Its task, in the sender's task space.
+    #[prost(uint32, tag = "1")]
+    pub task: u32,
+    #[prost(uint32, tag = "2")]
+    pub tid: u32,
+    #[prost(string, tag = "3")]
+    pub name: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TaskNote {
+    /// Scheduler state letter of the main thread at its last sample (empty: unknown).
+    #[prost(string, tag = "1")]
+    pub state: String,
+    #[prost(string, optional, tag = "2")]
+    pub error: Option<String>,
+    #[prost(bool, tag = "3")]
+    pub exited: bool,
+    #[prost(bool, tag = "4")]
+    pub waits_on_threads: bool,
+    #[prost(bool, tag = "5")]
+    pub no_debug_info: bool,
+    #[prost(string, optional, tag = "6")]
+    pub build_id: Option<String>,
+    #[prost(uint32, tag = "7")]
+    pub samples_ok: u32,
+}
+
+/// Ranks whose full stacks are wanted.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Stacks {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StacksReply {
+    #[prost(message, repeated, tag = "1")]
+    pub ranks: Vec<RankText>,
+}
+
+/// A rank's answer as text (its stacks, or why there are none).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RankText {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+    #[prost(string, tag = "2")]
+    pub text: String,
+    #[prost(string, optional, tag = "3")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Hold {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Release {}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HoldReply {
+    /// Ranks now held (Hold) or let go (Release); failures carry an error.
+    #[prost(message, repeated, tag = "1")]
+    pub ranks: Vec<RankText>,
+}
+
+/// Reads `length` bytes at `address` in the main thread's address space of each rank.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ReadMemory {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
+    #[prost(uint64, tag = "2")]
+    pub address: u64,
+    #[prost(uint32, tag = "3")]
+    pub length: u32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ReadMemoryReply {
+    #[prost(message, repeated, tag = "1")]
+    pub ranks: Vec<MemoryBytes>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MemoryBytes {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+    #[prost(bytes = "vec", tag = "2")]
+    pub data: Vec<u8>,
+    #[prost(string, optional, tag = "3")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Detach {}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Shutdown {}
+
+/// The reply to `Detach` and `Shutdown`: who confirmed.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Done {
+    #[prost(uint32, tag = "1")]
+    pub daemons: u32,
+    #[prost(message, repeated, tag = "2")]
+    pub missing: Vec<Missing>,
+}
+
+/// Largest `ReadMemory.length` a daemon serves.
+pub const MAX_READ: u32 = 1 << 20;
