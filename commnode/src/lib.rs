@@ -1,5 +1,9 @@
-//! The strata commnode role: accepts its children in the tree network, forwards commands
-//! down, and merges their trees (with `strata_filters::merge`) on the way up.
+//! strata's communication processes: the inner nodes of the tree network.
 //!
-//! Not built yet: the tree network arrives with issue 5. The merge it will run is
-//! `strata_filters::ConcatMerge`, which exists and is tested.
+//! [`children`] is a node's server end (admitting and commanding its children), [`merge`]
+//! combines their replies with the `filters` code, [`node`] is the `strata commnode` role.
+//! The front end is the root node: it uses [`children`] and [`merge`] the same way.
+
+pub mod children;
+pub mod merge;
+pub mod node;

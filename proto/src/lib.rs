@@ -14,6 +14,7 @@ pub use prost::Message;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 pub mod auth;
+pub mod link;
 pub mod overlay;
 
 /// The generated gRPC service: `overlay_client::OverlayClient` and

@@ -1,0 +1,540 @@
+//! The parent's end of the links: a gRPC server that children (daemons or commnodes) connect
+//! to, the handshake that admits only this session's processes at their expected places,
+//! and the command round trip with a deadline. The commnode role and the front end (the
+//! root of the tree) both use it.
+//!
+//! Every link runs in its own task: it authenticates, then forwards what the child sends as
+//! [`Event`]s to the one owner of [`Children`], which never blocks on a child: a child that
+//! closes its link, breaks it, or stays silent for [`SILENCE_LIMIT`] becomes `Gone`, and a
+//! child that has not answered by the command's deadline is reported as missing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use strata_proto::auth::{NONCE_LEN, SessionKey, nonce};
+use strata_proto::link::{HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_MESSAGE, ReplyBuffer, SILENCE_LIMIT};
+use strata_proto::overlay::{Challenge, Command, Down, Hello, Role, Up, down, up};
+use strata_proto::service::overlay_server::{Overlay, OverlayServer};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::{Request, Response, Status, Streaming};
+
+/// Largest reply a child may send (all chunks together).
+pub const MAX_REPLY: usize = 1 << 30;
+
+/// What the link tasks tell the owner.
+#[derive(Debug)]
+enum Event {
+    Joined {
+        index: u32,
+        hello: Hello,
+        down: mpsc::Sender<Result<Down, Status>>,
+    },
+    Up {
+        index: u32,
+        kind: up::Kind,
+    },
+    Gone {
+        index: u32,
+        reason: String,
+    },
+}
+
+/// A connected, authenticated child.
+#[derive(Debug)]
+struct Link {
+    hello: Hello,
+    down: mpsc::Sender<Result<Down, Status>>,
+}
+
+/// One child's answer to a command: its reply bytes, or why there are none.
+pub type Answer = Result<Vec<u8>, String>;
+
+/// The children of one tree node.
+pub struct Children {
+    role: Role,
+    expected: Range<u32>,
+    addr: SocketAddr,
+    events: mpsc::Receiver<Event>,
+    links: BTreeMap<u32, Link>,
+    /// The joined children's senders, shared with [`Broadcaster`]s.
+    senders: Arc<Mutex<BTreeMap<u32, mpsc::Sender<Result<Down, Status>>>>>,
+    /// Complete replies to commands not yet collected by [`Children::round`] (a command
+    /// broadcast urgently while another round ran): (command, child) -> answer.
+    early: HashMap<(u64, u32), Answer>,
+    /// Partial replies, per (command, child).
+    partial: HashMap<(u64, u32), ReplyBuffer>,
+    gone: HashMap<u32, String>,
+    /// Joined after the first command: not part of the session (they missed its setup).
+    late: HashSet<u32>,
+    commands_sent: bool,
+    describe: Box<dyn Fn(u32) -> String + Send>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Children {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Children")
+            .field("role", &self.role)
+            .field("expected", &self.expected)
+            .field("addr", &self.addr)
+            .field("joined", &self.links.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// The gRPC service: admits children.
+struct Door {
+    key: SessionKey,
+    role: Role,
+    expected: Range<u32>,
+    events: mpsc::Sender<Event>,
+    /// Indices admitted so far: a second child claiming one is refused.
+    admitted: Arc<Mutex<HashSet<u32>>>,
+    log: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+type DownStream = Pin<Box<dyn Stream<Item = Result<Down, Status>> + Send + 'static>>;
+
+#[tonic::async_trait]
+impl Overlay for Door {
+    type LinkStream = DownStream;
+
+    async fn link(&self, request: Request<Streaming<Up>>) -> Result<Response<DownStream>, Status> {
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown peer".to_string(), |a| a.to_string());
+        let ups = request.into_inner();
+        let (tx, rx) = mpsc::channel::<Result<Down, Status>>(64);
+        let door = Admission {
+            key: self.key.clone(),
+            role: self.role,
+            expected: self.expected.clone(),
+            events: self.events.clone(),
+            admitted: self.admitted.clone(),
+        };
+        let log = self.log.clone();
+        tokio::spawn(async move {
+            if let Err(reason) = door.run(ups, tx.clone()).await {
+                log(format!("refused a connection from {peer}: {reason}"));
+                let _ = tx.send(Err(Status::permission_denied(reason))).await;
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+struct Admission {
+    key: SessionKey,
+    role: Role,
+    expected: Range<u32>,
+    events: mpsc::Sender<Event>,
+    admitted: Arc<Mutex<HashSet<u32>>>,
+}
+
+impl Admission {
+    /// Handshake, then forward the child's messages until its link ends. `Err` only when the
+    /// child was never admitted.
+    async fn run(
+        self,
+        mut ups: Streaming<Up>,
+        tx: mpsc::Sender<Result<Down, Status>>,
+    ) -> Result<(), String> {
+        let hello = match next_up(&mut ups, HANDSHAKE_TIMEOUT).await? {
+            up::Kind::Hello(h) => h,
+            _ => return Err("its first message was not a hello".into()),
+        };
+        if hello.protocol_version != strata_proto::PROTOCOL_VERSION {
+            return Err(format!(
+                "protocol version {} (this strata speaks {})",
+                hello.protocol_version,
+                strata_proto::PROTOCOL_VERSION
+            ));
+        }
+        if hello.role != self.role as i32 {
+            return Err(format!("role {} where {:?}s connect", hello.role, self.role));
+        }
+        if !self.expected.contains(&hello.index) {
+            return Err(format!(
+                "index {} is not a child of this node ({}..{})",
+                hello.index, self.expected.start, self.expected.end
+            ));
+        }
+        if hello.nonce.len() != NONCE_LEN {
+            return Err("malformed hello (nonce)".into());
+        }
+        let parent_nonce = nonce();
+        let challenge = Challenge {
+            protocol_version: strata_proto::PROTOCOL_VERSION,
+            mac: self.key.parent_proof(&hello, &parent_nonce),
+            nonce: parent_nonce.clone(),
+        };
+        tx.send(Ok(Down {
+            kind: Some(down::Kind::Challenge(challenge)),
+        }))
+        .await
+        .map_err(|_| "closed during the handshake".to_string())?;
+        let proof = match next_up(&mut ups, HANDSHAKE_TIMEOUT).await? {
+            up::Kind::Proof(p) => p,
+            _ => return Err("no proof after the challenge".into()),
+        };
+        if !self.key.verify_child(&hello, &parent_nonce, &proof.mac) {
+            return Err("wrong session key".into());
+        }
+        if !self.admitted.lock().expect("not poisoned").insert(hello.index) {
+            return Err(format!("index {} is already connected", hello.index));
+        }
+        let index = hello.index;
+        let _ = self
+            .events
+            .send(Event::Joined {
+                index,
+                hello,
+                down: tx.clone(),
+            })
+            .await;
+        // Heartbeats down, while the link lives.
+        let beat = tx.clone();
+        let beating = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT);
+            loop {
+                tick.tick().await;
+                let msg = Down {
+                    kind: Some(down::Kind::Heartbeat(Default::default())),
+                };
+                if beat.send(Ok(msg)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let reason = loop {
+            match next_up(&mut ups, SILENCE_LIMIT).await {
+                Ok(up::Kind::Heartbeat(_)) => {}
+                Ok(kind) => {
+                    if self.events.send(Event::Up { index, kind }).await.is_err() {
+                        break "the parent stopped".to_string();
+                    }
+                }
+                Err(reason) => break reason,
+            }
+        };
+        beating.abort();
+        let _ = self.events.send(Event::Gone { index, reason }).await;
+        Ok(())
+    }
+}
+
+async fn next_up(ups: &mut Streaming<Up>, within: Duration) -> Result<up::Kind, String> {
+    loop {
+        match tokio::time::timeout(within, ups.message()).await {
+            Err(_) => return Err(format!("silent for {} s", within.as_secs())),
+            Ok(Err(status)) => return Err(format!("link broken: {}", status.message())),
+            Ok(Ok(None)) => return Err("connection closed".into()),
+            Ok(Ok(Some(Up { kind: None }))) => continue,
+            Ok(Ok(Some(Up { kind: Some(k) }))) => return Ok(k),
+        }
+    }
+}
+
+impl Children {
+    /// Listens on `listen` (`127.0.0.1:0` picks a port) for children of `role` with
+    /// indices in `expected`. `describe` names a child in reports (`daemon 3`); `log`
+    /// receives one line per refused connection.
+    pub async fn listen(
+        listen: SocketAddr,
+        key: SessionKey,
+        role: Role,
+        expected: Range<u32>,
+        describe: Box<dyn Fn(u32) -> String + Send>,
+        log: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> std::io::Result<Children> {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let (events_tx, events) = mpsc::channel(1024);
+        let door = Door {
+            key,
+            role,
+            expected: expected.clone(),
+            events: events_tx,
+            admitted: Arc::new(Mutex::new(HashSet::new())),
+            log,
+        };
+        let service = OverlayServer::new(door)
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+        let incoming = TcpListenerStream::new(listener);
+        let server = tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .tcp_nodelay(true)
+                // Bounds what one connection can make this node hold.
+                .concurrency_limit_per_connection(4)
+                .http2_keepalive_interval(Some(HEARTBEAT * 5))
+                .add_service(service)
+                .serve_with_incoming(incoming)
+                .await;
+        });
+        Ok(Children {
+            role,
+            expected,
+            addr,
+            events,
+            links: BTreeMap::new(),
+            senders: Arc::new(Mutex::new(BTreeMap::new())),
+            early: HashMap::new(),
+            partial: HashMap::new(),
+            gone: HashMap::new(),
+            late: HashSet::new(),
+            commands_sent: false,
+            describe,
+            server,
+        })
+    }
+
+    /// Where children connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn expected(&self) -> Range<u32> {
+        self.expected.clone()
+    }
+
+    /// How a child is named in reports.
+    pub fn describe(&self, index: u32) -> String {
+        (self.describe)(index)
+    }
+
+    /// The hello of a joined child (its host, pid).
+    pub fn hello(&self, index: u32) -> Option<&Hello> {
+        self.links.get(&index).map(|l| &l.hello)
+    }
+
+    /// Children joined and not gone.
+    pub fn joined(&self) -> Vec<u32> {
+        self.links.keys().copied().collect()
+    }
+
+    /// Why a child is not (or no longer) part of the session.
+    pub fn absence(&self, index: u32) -> String {
+        if let Some(r) = self.gone.get(&index) {
+            r.clone()
+        } else if self.late.contains(&index) {
+            "connected too late".to_string()
+        } else {
+            "never connected".to_string()
+        }
+    }
+
+    /// Waits until every expected child has joined, or `deadline`; `progress` is told the
+    /// number joined. Returns that number.
+    pub async fn wait_joined(&mut self, deadline: Instant, mut progress: impl FnMut(usize)) -> usize {
+        progress(self.links.len());
+        while self.links.len() + self.gone.len() < self.expected.len() {
+            let Ok(Some(ev)) = tokio::time::timeout_at(deadline, self.events.recv()).await else {
+                break;
+            };
+            self.handle(ev);
+            progress(self.links.len());
+        }
+        self.links.len()
+    }
+
+    fn handle(&mut self, ev: Event) -> Option<(u32, up::Kind)> {
+        match ev {
+            Event::Joined { index, hello, down } => {
+                if self.commands_sent {
+                    self.late.insert(index);
+                    let _ = down.try_send(Ok(shutdown_command()));
+                } else {
+                    self.senders
+                        .lock()
+                        .expect("not poisoned")
+                        .insert(index, down.clone());
+                    self.links.insert(index, Link { hello, down });
+                }
+                None
+            }
+            Event::Gone { index, reason } => {
+                self.senders.lock().expect("not poisoned").remove(&index);
+                if self.links.remove(&index).is_some() {
+                    self.gone.insert(index, reason);
+                }
+                None
+            }
+            Event::Up { index, kind } => Some((index, kind)),
+        }
+    }
+
+    /// Sends `command` to every joined child (unless `already_sent` by a [`Broadcaster`])
+    /// and collects their replies until each has answered, is gone, or `deadline` passes.
+    /// `progress` is told the summed progress reports (done, total) of this command.
+    /// Answers come for every expected child, in index order.
+    pub async fn round(
+        &mut self,
+        command: &Command,
+        deadline: Instant,
+        already_sent: bool,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Vec<(u32, Answer)> {
+        self.commands_sent = true;
+        let mut pending: HashSet<u32> = HashSet::new();
+        let mut answers: BTreeMap<u32, Answer> = BTreeMap::new();
+        for (&i, link) in &self.links {
+            if let Some(a) = self.early.remove(&(command.id, i)) {
+                answers.insert(i, a);
+                continue;
+            }
+            if already_sent {
+                pending.insert(i);
+                continue;
+            }
+            let msg = Down {
+                kind: Some(down::Kind::Command(command.clone())),
+            };
+            match link.down.try_send(Ok(msg)) {
+                Ok(()) => {
+                    pending.insert(i);
+                }
+                Err(_) => {
+                    answers.insert(i, Err("its link is congested or closed".into()));
+                }
+            }
+        }
+        let mut seen: HashMap<u32, (u64, u64)> = HashMap::new();
+        while !pending.is_empty() {
+            let ev = match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                Err(_) => {
+                    let waited = command.timeout_ms.div_ceil(1000);
+                    for i in pending.drain() {
+                        answers.insert(i, Err(format!("no answer within {waited} s")));
+                    }
+                    break;
+                }
+            };
+            if let Event::Gone { index, reason } = &ev
+                && pending.remove(index)
+            {
+                answers.insert(*index, Err(reason.clone()));
+            }
+            let Some((index, kind)) = self.handle(ev) else {
+                continue;
+            };
+            match kind {
+                up::Kind::Reply(chunk) => {
+                    let id = chunk.command;
+                    let buf = self
+                        .partial
+                        .entry((id, index))
+                        .or_insert_with(|| ReplyBuffer::new(MAX_REPLY));
+                    let answer = match buf.push(chunk) {
+                        Ok(Some(bytes)) => Ok(bytes),
+                        Ok(None) => continue,
+                        Err(e) => {
+                            self.drop_child(index, "sent an oversized reply");
+                            Err(e)
+                        }
+                    };
+                    self.partial.remove(&(id, index));
+                    if id == command.id {
+                        if pending.remove(&index) {
+                            answers.insert(index, answer);
+                        }
+                    } else if id > command.id {
+                        self.early.insert((id, index), answer);
+                    }
+                }
+                up::Kind::Progress(p) if p.command == command.id => {
+                    seen.insert(index, (p.done, p.total));
+                    let (d, t) = seen
+                        .values()
+                        .fold((0, 0), |(d, t), (a, b)| (d + a, t + b));
+                    progress(d, t);
+                }
+                // Progress of another command, or a protocol violation: ignored.
+                _ => {}
+            }
+        }
+        let mut out = Vec::with_capacity(self.expected.len());
+        for i in self.expected.clone() {
+            let a = answers.remove(&i).unwrap_or_else(|| Err(self.absence(i)));
+            out.push((i, a));
+        }
+        out
+    }
+
+    /// A handle that can send a command to every joined child while a round runs (a
+    /// detach or shutdown must not wait for sampling to finish).
+    pub fn broadcaster(&self) -> Broadcaster {
+        Broadcaster {
+            senders: self.senders.clone(),
+        }
+    }
+
+    /// Drops a misbehaving child's link.
+    fn drop_child(&mut self, index: u32, reason: &str) {
+        self.senders.lock().expect("not poisoned").remove(&index);
+        if let Some(link) = self.links.remove(&index) {
+            let _ = link
+                .down
+                .try_send(Err(Status::invalid_argument(reason.to_string())));
+            self.gone.insert(index, reason.to_string());
+        }
+    }
+
+    /// Children that have gone (link closed, broken or silent) since they joined.
+    pub fn gone(&self) -> Vec<u32> {
+        let mut g: Vec<u32> = self.gone.keys().copied().collect();
+        g.sort_unstable();
+        g
+    }
+
+    /// Sends `Shutdown` to every joined child without waiting for answers (used when this
+    /// node is stopping anyway).
+    pub fn shutdown_all(&mut self) {
+        for link in self.links.values() {
+            let _ = link.down.try_send(Ok(shutdown_command()));
+        }
+    }
+}
+
+/// Sends commands to the joined children from anywhere (see [`Children::broadcaster`]).
+#[derive(Clone, Debug)]
+pub struct Broadcaster {
+    senders: Arc<Mutex<BTreeMap<u32, mpsc::Sender<Result<Down, Status>>>>>,
+}
+
+impl Broadcaster {
+    pub fn send(&self, command: &Command) {
+        for tx in self.senders.lock().expect("not poisoned").values() {
+            let _ = tx.try_send(Ok(Down {
+                kind: Some(down::Kind::Command(command.clone())),
+            }));
+        }
+    }
+}
+
+fn shutdown_command() -> Down {
+    Down {
+        kind: Some(down::Kind::Command(Command {
+            id: u64::MAX,
+            timeout_ms: 5_000,
+            action: Some(strata_proto::overlay::command::Action::Shutdown(
+                Default::default(),
+            )),
+        })),
+    }
+}

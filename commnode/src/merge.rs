@@ -1,0 +1,322 @@
+//! Merging the children's replies into one reply for the parent, with the `filters` code.
+//!
+//! Task indices are subtree-scoped: children are concatenated in index order, so child `i`'s
+//! task `t` becomes `t + (tasks of children before i)` (trees, thread lists, notes and
+//! missing ranges alike). A child that answered the rank map but not a later command keeps
+//! its place: its tasks go under a `[daemon unreachable]` frame and into `missing`, so the
+//! root can still name its ranks. A child that never answered the rank map has no tasks
+//! in the session; the root reports the ranks nobody mapped under `[ranks unknown]`.
+
+use prost::Message;
+use strata_filters::wire::{self, Limits};
+use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
+use strata_proto::overlay::{
+    Done, HoldReply, Missing, ReadMemoryReply, SampleReply, SetupReply, StacksReply, TaskNote,
+};
+
+use crate::children::Answer;
+
+/// A child's reply, decoded, or why there is none.
+fn decode<M: Message + Default>(answer: &Answer) -> Result<M, String> {
+    match answer {
+        Ok(bytes) => M::decode(bytes.as_slice()).map_err(|e| format!("sent garbage: {e}")),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// The rank maps of the children, concatenated in index order. Also returns each child's
+/// task count (`None`: it gave no rank map and takes no further part).
+pub fn merge_setup(
+    answers: &[(u32, Answer)],
+    describe: &dyn Fn(u32) -> String,
+) -> (SetupReply, Vec<(u32, Option<u32>)>) {
+    let mut out = SetupReply::default();
+    let mut counts = Vec::with_capacity(answers.len());
+    for (i, a) in answers {
+        match decode::<SetupReply>(a) {
+            Ok(r) => {
+                let n: usize = r.daemons.iter().map(|d| d.tasks.len()).sum();
+                counts.push((*i, u32::try_from(n).ok()));
+                out.daemons.extend(r.daemons);
+                out.missing.extend(r.missing);
+            }
+            Err(reason) => {
+                counts.push((*i, None));
+                out.missing.push(Missing {
+                    first: 0,
+                    end: 0,
+                    who: describe(*i),
+                    reason,
+                });
+            }
+        }
+    }
+    (out, counts)
+}
+
+/// A child's sampling result checked against its rank map.
+struct Checked {
+    tree_2d: PrefixTree<TaskRuns>,
+    tree_3d: PrefixTree<TaskRuns>,
+    reply: SampleReply,
+}
+
+fn check(reply: SampleReply, tasks: u32, limits: &Limits) -> Result<Checked, String> {
+    let tree = |t: &Option<strata_proto::Tree>| -> Result<PrefixTree<TaskRuns>, String> {
+        let t = t.clone().ok_or("sent no tree")?;
+        let t = wire::decode(t, limits).map_err(|e| format!("sent a bad tree: {e}"))?;
+        if t.task_space() != tasks {
+            return Err(format!(
+                "sent a tree of {} tasks, its rank map has {tasks}",
+                t.task_space()
+            ));
+        }
+        Ok(t)
+    };
+    let tree_2d = tree(&reply.tree_2d)?;
+    let tree_3d = tree(&reply.tree_3d)?;
+    if reply.notes.len() != tasks as usize {
+        return Err(format!(
+            "sent {} task notes for {tasks} tasks",
+            reply.notes.len()
+        ));
+    }
+    if tree_3d.thread_space() as usize != reply.threads.len()
+        || tree_2d.thread_space() != tree_3d.thread_space()
+    {
+        return Err("its thread list does not match its trees".into());
+    }
+    if reply.threads.iter().any(|t| t.task >= tasks) {
+        return Err("sent a thread of a task it does not have".into());
+    }
+    if reply
+        .missing
+        .iter()
+        .any(|m| m.first > m.end || m.end > tasks)
+    {
+        return Err("sent a missing range outside its tasks".into());
+    }
+    Ok(Checked {
+        tree_2d,
+        tree_3d,
+        reply,
+    })
+}
+
+/// A subtree of `tasks` tasks that could not be sampled, all under one special frame.
+pub fn filler_tree(tasks: u32, special: Special) -> PrefixTree<TaskRuns> {
+    let mut t = PrefixTree::new(tasks, 0);
+    let path = [Frame::Special(special)];
+    for task in 0..tasks {
+        t.add_trace(&path, task, None);
+    }
+    t
+}
+
+/// The children's sampling results merged in index order. `children` holds, per child
+/// taking part (a known task count), its answer.
+pub fn merge_sample(
+    children: &[(u32, u32, &Answer)],
+    describe: &dyn Fn(u32) -> String,
+    limits: &Limits,
+) -> SampleReply {
+    let mut m2 = ConcatMerge::new();
+    let mut m3 = ConcatMerge::new();
+    let mut out = SampleReply::default();
+    let mut offset = 0u32;
+    let mut thread_offset = 0u32;
+    let mut samples: Option<u32> = None;
+    for &(i, tasks, answer) in children {
+        match decode::<SampleReply>(answer).and_then(|r| check(r, tasks, limits)) {
+            Ok(c) => {
+                m2.push(&c.tree_2d);
+                m3.push(&c.tree_3d);
+                let r = c.reply;
+                out.threads.extend(r.threads.into_iter().map(|mut t| {
+                    t.task += offset;
+                    t
+                }));
+                thread_offset += c.tree_3d.thread_space();
+                out.notes.extend(r.notes);
+                out.missing.extend(r.missing.into_iter().map(|mut m| {
+                    m.first += offset;
+                    m.end += offset;
+                    m
+                }));
+                samples = Some(samples.map_or(r.samples, |s| s.min(r.samples)));
+                if r.started_us != 0 {
+                    out.started_us = match out.started_us {
+                        0 => r.started_us,
+                        s => s.min(r.started_us),
+                    };
+                }
+                out.finished_us = out.finished_us.max(r.finished_us);
+            }
+            Err(reason) => {
+                let filler = filler_tree(tasks, Special::DaemonUnreachable);
+                m2.push(&filler);
+                m3.push(&filler);
+                out.notes.extend((0..tasks).map(|_| TaskNote {
+                    error: Some(format!("{}: {reason}", describe(i))),
+                    ..TaskNote::default()
+                }));
+                if tasks > 0 {
+                    out.missing.push(Missing {
+                        first: offset,
+                        end: offset + tasks,
+                        who: describe(i),
+                        reason,
+                    });
+                }
+            }
+        }
+        offset += tasks;
+    }
+    debug_assert!(thread_offset as usize == out.threads.len());
+    out.samples = samples.unwrap_or(0);
+    out.tree_2d = Some(wire::encode(&m2.finish()));
+    out.tree_3d = Some(wire::encode(&m3.finish()));
+    out
+}
+
+/// Per-rank answers (stacks, hold, memory) concatenated; a child that did not answer is
+/// named in `missing` of the `Done`-like summary the caller keeps.
+pub fn merge_stacks(answers: &[(u32, Answer)]) -> StacksReply {
+    let mut out = StacksReply::default();
+    for (_, a) in answers {
+        if let Ok(r) = decode::<StacksReply>(a) {
+            out.ranks.extend(r.ranks);
+        }
+    }
+    out
+}
+
+pub fn merge_hold(answers: &[(u32, Answer)]) -> HoldReply {
+    let mut out = HoldReply::default();
+    for (_, a) in answers {
+        if let Ok(r) = decode::<HoldReply>(a) {
+            out.ranks.extend(r.ranks);
+        }
+    }
+    out
+}
+
+pub fn merge_read(answers: &[(u32, Answer)]) -> ReadMemoryReply {
+    let mut out = ReadMemoryReply::default();
+    for (_, a) in answers {
+        if let Ok(r) = decode::<ReadMemoryReply>(a) {
+            out.ranks.extend(r.ranks);
+        }
+    }
+    out
+}
+
+pub fn merge_done(answers: &[(u32, Answer)], describe: &dyn Fn(u32) -> String) -> Done {
+    let mut out = Done::default();
+    for (i, a) in answers {
+        match decode::<Done>(a) {
+            Ok(d) => {
+                out.daemons += d.daemons;
+                out.missing.extend(d.missing);
+            }
+            Err(reason) => out.missing.push(Missing {
+                first: 0,
+                end: 0,
+                who: describe(*i),
+                reason,
+            }),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_proto::overlay::ThreadEntry;
+
+    fn reply(tree: &PrefixTree<TaskRuns>, threads: Vec<ThreadEntry>) -> Answer {
+        Ok(SampleReply {
+            tree_2d: Some(wire::encode(tree)),
+            tree_3d: Some(wire::encode(tree)),
+            threads,
+            notes: vec![TaskNote::default(); tree.task_space() as usize],
+            missing: vec![],
+            samples: 3,
+            started_us: 10,
+            finished_us: 20,
+        }
+        .encode_to_vec())
+    }
+
+    fn two_tasks(f: &str) -> PrefixTree<TaskRuns> {
+        let mut t = PrefixTree::new(2, 0);
+        t.add_trace(&[Frame::function("main"), Frame::function(f)], 0, None);
+        t.add_trace(&[Frame::function("main"), Frame::function("other")], 1, None);
+        t
+    }
+
+    #[test]
+    fn a_lost_child_keeps_its_place_under_daemon_unreachable() {
+        let a = reply(&two_tasks("MPI_Barrier"), vec![]);
+        let lost: Answer = Err("connection closed".into());
+        let c = reply(&two_tasks("MPI_Recv"), vec![]);
+        let kids = [(0, 2, &a), (1, 3, &lost), (2, 2, &c)];
+        let out = merge_sample(&kids, &|i| format!("daemon {i}"), &Limits::default());
+        assert_eq!(out.missing.len(), 1);
+        let m = &out.missing[0];
+        assert_eq!((m.first, m.end, m.who.as_str()), (2, 5, "daemon 1"));
+        assert_eq!(out.notes.len(), 7);
+        let tree = wire::decode(out.tree_3d.unwrap(), &Limits::default()).unwrap();
+        assert_eq!(tree.task_space(), 7);
+        let unreachable = tree
+            .nodes()
+            .iter()
+            .find(|n| {
+                n.frame
+                    .is_some_and(|f| *tree.frame(f) == Frame::Special(Special::DaemonUnreachable))
+            })
+            .expect("a [daemon unreachable] node");
+        assert_eq!(unreachable.tasks.as_runs(), &[(2, 5)]);
+    }
+
+    #[test]
+    fn a_reply_that_does_not_match_the_rank_map_is_refused() {
+        let a = reply(&two_tasks("MPI_Barrier"), vec![]);
+        // Rank map said 3 tasks; the tree has 2.
+        let out = merge_sample(&[(0, 3, &a)], &|i| format!("daemon {i}"), &Limits::default());
+        assert_eq!(out.missing.len(), 1);
+        assert!(out.missing[0].reason.contains("rank map"), "{:?}", out.missing);
+        let bad_thread = reply(
+            &two_tasks("x"),
+            vec![ThreadEntry {
+                task: 9,
+                tid: 1,
+                name: "t".into(),
+            }],
+        );
+        let out = merge_sample(&[(0, 2, &bad_thread)], &|i| format!("d{i}"), &Limits::default());
+        assert_eq!(out.missing.len(), 1);
+        let garbage: Answer = Ok(vec![0xff, 0xff, 0xff]);
+        let out = merge_sample(&[(0, 2, &garbage)], &|i| format!("d{i}"), &Limits::default());
+        assert!(out.missing[0].reason.contains("garbage"));
+    }
+
+    #[test]
+    fn threads_and_missing_ranges_are_shifted_by_the_tasks_before() {
+        let mut t = PrefixTree::new(2, 1);
+        t.add_trace(&[Frame::function("main")], 0, Some(0));
+        t.add_trace(&[Frame::function("main")], 1, None);
+        let th = vec![ThreadEntry {
+            task: 1,
+            tid: 77,
+            name: "w".into(),
+        }];
+        let a = reply(&two_tasks("x"), vec![]);
+        let b = reply(&t, th);
+        let out = merge_sample(&[(0, 2, &a), (1, 2, &b)], &|i| format!("d{i}"), &Limits::default());
+        assert!(out.missing.is_empty(), "{:?}", out.missing);
+        assert_eq!(out.threads[0].task, 3);
+        assert_eq!(out.samples, 3);
+    }
+}

@@ -1,0 +1,203 @@
+//! The commnode role (`strata commnode`): a tree node between the front end and the
+//! daemons. It admits its children, forwards each command from its parent to them with a
+//! shorter deadline, merges their replies and sends one reply up.
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata_filters::wire::Limits;
+use strata_proto::auth::SessionKey;
+use strata_proto::link::{self, ParentLink, send_reply};
+use strata_proto::overlay::{Command, Progress, Role, Up, command::Action, down, up};
+use tokio::time::Instant;
+
+use crate::children::{Answer, Children};
+use crate::merge;
+
+/// Where a commnode sits in the tree.
+#[derive(Clone, Debug)]
+pub struct Place {
+    /// The parent's address.
+    pub parent: String,
+    /// This commnode's index in its level.
+    pub index: u32,
+    /// Its children's indices in the level below.
+    pub children: Range<u32>,
+    pub child_role: Role,
+    /// Describes the daemons under each child, for reports: child index -> daemon range.
+    pub daemons_of_child: Vec<Range<u32>>,
+    /// Where to listen for children.
+    pub listen: SocketAddr,
+}
+
+/// How much of a command's time budget a node keeps for itself (merging and sending up)
+/// before its own deadline: the children get the rest.
+pub fn child_budget(timeout: Duration) -> Duration {
+    let margin = (timeout / 10).clamp(Duration::from_millis(200), Duration::from_secs(2));
+    timeout.saturating_sub(margin)
+}
+
+/// `daemon 3` or `commnode 1 (daemons 2-3)`.
+pub fn describe_child(role: Role, index: u32, daemons: Option<&Range<u32>>) -> String {
+    match (role, daemons) {
+        (Role::Daemon, _) => format!("daemon {index}"),
+        (_, Some(d)) if d.len() == 1 => format!("commnode {index} (daemon {})", d.start),
+        (_, Some(d)) => format!(
+            "commnode {index} (daemons {}-{})",
+            d.start,
+            d.end.saturating_sub(1)
+        ),
+        _ => format!("commnode {index}"),
+    }
+}
+
+/// Runs a commnode until its parent shuts it down or its link is lost. `announce` is told
+/// the listening address once (the local launcher reads it from standard output).
+pub async fn run(place: Place, key: SessionKey, announce: impl FnOnce(SocketAddr)) -> Result<(), String> {
+    let role = place.child_role;
+    let first_child = place.children.start;
+    let daemons = place.daemons_of_child.clone();
+    let describe = Box::new(move |i: u32| {
+        describe_child(role, i, daemons.get((i - first_child) as usize))
+    });
+    let mut children = Children::listen(
+        place.listen,
+        key.clone(),
+        place.child_role,
+        place.children.clone(),
+        describe,
+        Arc::new(|line| eprintln!("strata commnode: {line}")),
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {}: {e}", place.listen))?;
+    announce(children.addr());
+    let ParentLink { up, mut down } =
+        link::connect(&place.parent, &key, Role::Commnode, place.index)
+            .await
+            .map_err(|e| e.to_string())?;
+    // Commands are read by their own task, so that a detach or shutdown reaches the
+    // subtree at once, even while a long command (sampling) is still being collected.
+    let urgent = children.broadcaster();
+    let (queue_tx, mut queue) = tokio::sync::mpsc::unbounded_channel::<(Command, bool)>();
+    tokio::spawn(async move {
+        while let Some(kind) = link::next_down(&mut down).await {
+            let down::Kind::Command(cmd) = kind else {
+                continue;
+            };
+            let is_urgent = is_urgent(&cmd);
+            if is_urgent {
+                urgent.send(&forwarded(&cmd, Instant::now()).0);
+            }
+            if queue_tx.send((cmd, is_urgent)).is_err() {
+                return;
+            }
+        }
+        // The parent is gone: nobody will collect results. The subtree detaches and stops.
+        urgent.send(&shutdown());
+    });
+    // Task count per child once the rank map is in.
+    let mut counts: Vec<(u32, Option<u32>)> = Vec::new();
+    let limits = Limits::default();
+    while let Some((cmd, already_sent)) = queue.recv().await {
+        let (forwarded, deadline) = forwarded(&cmd, Instant::now());
+        let Some(action) = cmd.action.clone() else {
+            continue;
+        };
+        if counts.is_empty() {
+            children.wait_joined(deadline, |_| {}).await;
+        }
+        let answers = round(&mut children, &forwarded, deadline, already_sent, &up).await;
+        let describe = |i| children.describe(i);
+        let sent = match action {
+            Action::Setup(_) => {
+                let (reply, c) = merge::merge_setup(&answers, &describe);
+                counts = c;
+                send_reply(&up, cmd.id, &reply).await
+            }
+            Action::Sample(_) => {
+                let taking_part: Vec<(u32, u32, &Answer)> = counts
+                    .iter()
+                    .filter_map(|&(i, n)| {
+                        let a = &answers.iter().find(|(j, _)| *j == i)?.1;
+                        Some((i, n?, a))
+                    })
+                    .collect();
+                let reply = merge::merge_sample(&taking_part, &describe, &limits);
+                send_reply(&up, cmd.id, &reply).await
+            }
+            Action::Stacks(_) => send_reply(&up, cmd.id, &merge::merge_stacks(&answers)).await,
+            Action::Hold(_) | Action::Release(_) => {
+                send_reply(&up, cmd.id, &merge::merge_hold(&answers)).await
+            }
+            Action::ReadMemory(_) => send_reply(&up, cmd.id, &merge::merge_read(&answers)).await,
+            Action::Detach(_) => {
+                send_reply(&up, cmd.id, &merge::merge_done(&answers, &describe)).await
+            }
+            Action::Shutdown(_) => {
+                let _ = send_reply(&up, cmd.id, &merge::merge_done(&answers, &describe)).await;
+                // Let the reply leave before the connection closes.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Ok(());
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+    // Give the shutdown sent by the reader time to leave.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(())
+}
+
+/// Detach and shutdown stop whatever runs below: they are sent down at once.
+pub fn is_urgent(cmd: &Command) -> bool {
+    matches!(cmd.action, Some(Action::Detach(_)) | Some(Action::Shutdown(_)))
+}
+
+/// The command as this node forwards it (a shorter timeout), and the deadline for the
+/// children's answers.
+pub fn forwarded(cmd: &Command, received: Instant) -> (Command, Instant) {
+    let budget = child_budget(Duration::from_millis(cmd.timeout_ms));
+    let mut f = cmd.clone();
+    f.timeout_ms = budget.as_millis() as u64;
+    (f, received + budget)
+}
+
+/// A shutdown for a subtree whose parent is gone.
+pub fn shutdown() -> Command {
+    Command {
+        id: u64::MAX,
+        timeout_ms: 5_000,
+        action: Some(Action::Shutdown(Default::default())),
+    }
+}
+
+/// One command round with the children, forwarding their summed progress up (at most ten
+/// times a second).
+async fn round(
+    children: &mut Children,
+    cmd: &Command,
+    deadline: Instant,
+    already_sent: bool,
+    up: &tokio::sync::mpsc::Sender<Up>,
+) -> Vec<(u32, Answer)> {
+    let mut last = Instant::now() - Duration::from_secs(1);
+    let id = cmd.id;
+    children
+        .round(cmd, deadline, already_sent, |done, total| {
+            let now = Instant::now();
+            if now.duration_since(last) >= Duration::from_millis(100) || done == total {
+                last = now;
+                let _ = up.try_send(Up {
+                    kind: Some(up::Kind::Progress(Progress {
+                        command: id,
+                        done,
+                        total,
+                    })),
+                });
+            }
+        })
+        .await
+}
