@@ -151,6 +151,13 @@ pub struct Problem {
     pub message: String,
 }
 
+impl Problem {
+    /// The process belongs to another user.
+    pub fn is_foreign(&self) -> bool {
+        self.message.starts_with(OWNER_PREFIX)
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "pid {}: {}", self.pid, self.message)
@@ -335,9 +342,11 @@ fn step_of(env: &HashMap<String, String>) -> Option<SlurmStep> {
     })
 }
 
+const OWNER_PREFIX: &str = "owned by uid ";
+
 fn owner_message(uid: u32, opts: &Options) -> String {
     format!(
-        "owned by uid {uid}, not the invoking user (uid {}): strata inspects only your own processes",
+        "{OWNER_PREFIX}{uid}, not the invoking user (uid {}): strata inspects only your own processes",
         opts.uid
     )
 }

@@ -10,12 +10,14 @@
 //! unwinder), `stacks` (capture + unwind), `symbols` (source frames, demangled, from
 //! embedded or separate debug info) and `sampler` (samples into local prefix trees).
 
+pub mod agent;
 pub mod capture;
 pub mod discovery;
 pub mod images;
 pub mod memory;
 pub mod procfs;
 pub mod sampler;
+pub mod stack_text;
 pub mod stacks;
 pub mod symbols;
 pub mod unwind;

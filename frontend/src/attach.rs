@@ -1,30 +1,40 @@
-//! `strata attach --pids ... | --launcher-pid ...`: find the ranks on this host, sample
-//! them, build the merged rank-order trees, show the default view, write the result files.
+//! `strata attach`: find the job's ranks, sample them through the tree network (or, with
+//! `--serial`, in this process), merge, remap to rank order, show the default view, write
+//! the result files.
 //!
-//! Serial mode: the front end is its own (only) daemon. The tree network (issue 5) puts
-//! daemons and commnodes between discovery/sampling and the remap, without changing either.
+//! Both paths produce the same two replies a tree root receives, the rank map
+//! ([`SetupReply`]) and the merged samples ([`SampleReply`]), so everything after them
+//! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
 
-use std::cell::Cell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
+use std::time::{Duration, SystemTime};
 
-use nix::sys::signal::Signal;
+use strata_daemon::agent;
 use strata_daemon::capture::Capturer;
-use strata_daemon::discovery::{self, DiscoveryError, Selector};
-use strata_daemon::sampler::{SampleOptions, Sampled, Sampler};
+use strata_daemon::discovery::{self, Selector};
+use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::Symbolizer;
 use strata_filters::taskset::format_runs;
-use strata_filters::{IndexMap, remap};
+use strata_filters::wire::{self, Limits};
+use strata_filters::{Frame, IndexMap, Special, remap};
+use strata_launcher::local::LocalLauncher;
+use strata_launcher::topology::Topology;
+use strata_proto::auth::SessionKey;
+use strata_proto::overlay::{
+    ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, StacksReply, TaskNote,
+    setup::Target,
+};
 
-use crate::cli::{AttachArgs, Failure, show, write_files, write_stdout};
+use crate::cli::{AttachArgs, Failure, ResourceManager, show, write_files, write_stdout};
 use crate::dump::symbol_options;
 use crate::exit::Exit;
 use crate::interrupt;
 use crate::output;
-use crate::render::stacks::render_process;
 use crate::result::{
     JobInfo, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult, ThreadInfo, rfc3339,
 };
+use crate::session::{self, Outcome, Plan};
 
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     run_named(args, None)
@@ -32,209 +42,413 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
 
 /// [`run`], with the job named `job_name` instead of after its launcher or first process.
 pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
-    // Before any capture thread exists, so that they all inherit the blocked signals.
+    if args.rm == ResourceManager::Slurm {
+        return Err(Failure::new(
+            Exit::BadInput,
+            "--rm slurm is not available in this version of strata: attach on the node that \
+             runs the ranks with --launcher-pid or --pids (--rm local)",
+        ));
+    }
+    // Before any thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
             Exit::Internal,
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let selector = match args.launcher_pid {
-        Some(pid) => Selector::Launcher(pid),
-        None => Selector::Pids(args.pids.clone()),
+    let target = match args.launcher_pid {
+        Some(pid) => Target::LauncherPid(pid as u32),
+        None => Target::Pids(PidList {
+            pids: args.pids.iter().map(|&p| p as u32).collect(),
+        }),
     };
-    let found = discovery::discover(&selector, &discovery::Options::for_current_process())
-        .map_err(discovery_failure)?;
-    for p in &found.problems {
-        eprintln!("strata: warning: {p}");
-    }
-    for d in &found.duplicates {
-        eprintln!("strata: warning: {d}");
-    }
-    let tasks = found.tasks;
-    let highest = tasks
-        .iter()
-        .map(|t| t.rank)
-        .chain(found.duplicates.iter().map(|d| d.rank))
-        .max()
-        .unwrap_or(0);
-    let job_size = tasks
-        .iter()
-        .filter_map(|t| t.job_size)
-        .max()
-        .unwrap_or(0)
-        .max(highest + 1);
-
-    let capturer = Capturer::with_default_threads();
-    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));
-    let options = SampleOptions {
+    let sample = Sample {
         samples: args.samples,
-        interval: args.interval,
+        interval_us: args.interval.as_micros() as u64,
+        jitter: 0.2,
         threads: args.threads,
-        ..SampleOptions::default()
+        max_frames: 0,
     };
-    let interrupted: Cell<Option<Signal>> = Cell::new(None);
-    let stop = || {
-        if let Ok(sig) = signals.try_recv() {
-            interrupted.set(Some(sig));
+    let setup = Setup {
+        uid: nix::unistd::getuid().as_raw(),
+        target: Some(target),
+        share: 0,
+        debug_dirs: args
+            .debug_dir
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect(),
+    };
+    let progress = std::io::stderr().is_terminal() && !args.json;
+    let started = std::time::Instant::now();
+    let gathered = if args.serial {
+        serial(setup, &sample, &args, signals)?
+    } else {
+        tree(setup, sample.clone(), &args, signals, progress)?
+    };
+    let gathered = match gathered {
+        Outcome::Done(g) => g,
+        Outcome::Interrupted(sig) => {
+            eprintln!("strata: {sig}: stopped; every process detached");
+            return Ok(Exit::Interrupted);
         }
-        interrupted.get().is_some()
     };
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |k: u32| {
-        if tty {
-            eprint!(
-                "\rstrata: {} rank(s), sample {k}/{}",
-                tasks.len(),
-                options.samples
-            );
+    if std::env::var_os("STRATA_TIMINGS").is_some() {
+        for (phase, d) in &gathered.timings {
+            eprintln!("strata: timing: {phase}: {:.3} s", d.as_secs_f64());
         }
-    };
-    let sampled = sampler.sample(&capturer, &tasks, &options, &stop, &mut progress);
-    if tty {
-        eprint!("\r\x1b[K");
-    }
-    drop(capturer);
-    if let Some(sig) = interrupted.get() {
         eprintln!(
-            "strata: {sig}: stopped after {} sample(s); every process detached",
-            sampled.samples
+            "strata: timing: total before rendering: {:.3} s",
+            started.elapsed().as_secs_f64()
         );
-        return Ok(Exit::Interrupted);
     }
-
+    let rank_map = &gathered.rank_map;
+    report_problems(rank_map);
+    if let Some(failure) = nothing_found(rank_map) {
+        return Err(failure);
+    }
     let job = JobInfo {
-        id: job_name.unwrap_or_else(|| job_id(&selector, &tasks)),
+        id: job_name.unwrap_or_else(|| job_id(&args, rank_map)),
         resource_manager: "local".to_string(),
         step: None,
         launcher_pid: args.launcher_pid.map(|p| p as u32),
     };
-    let result = assemble(job, job_size, &tasks, &sampled, &options, &found.duplicates)?;
-    show(&result, &args.show)?;
-    hints(&sampled, options.threads);
-
-    for &r in &args.rank {
-        // A blank line between the tree's class list and each process.
-        let mut out = String::from("\n");
-        match tasks.iter().position(|t| t.rank == r) {
-            Some(i) => match &sampled.last[i] {
-                Some(last) => render_process(&mut out, &last.capture, Some(r), &last.threads),
-                None => eprintln!("strata: rank {r}: no stack to show (see the warnings above)"),
-            },
-            None => eprintln!("strata: rank {r}: not a rank of this job on this host"),
-        }
-        write_stdout(&out)?;
+    let assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
+    let mut show_args = args.show;
+    if args.json {
+        show_args.format = crate::cli::FormatArg::Json;
     }
+    show(&assembled.result, &show_args)?;
+    hints(&assembled, args.threads);
+    print_stacks(&args.rank, &gathered.stacks, &assembled)?;
     if !args.no_files {
         let dir = args
             .output
             .clone()
-            .unwrap_or_else(|| output::default_dir(&result));
-        write_files(&result, &dir)?;
+            .unwrap_or_else(|| output::default_dir(&assembled.result));
+        write_files(&assembled.result, &dir)?;
     }
-    let troubled = sampled.tasks.iter().any(|t| t.error.is_some());
-    Ok(if result.meta.missing.is_empty() && !troubled {
+    let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
+    Ok(if assembled.result.meta.missing.is_empty() && !troubled {
         Exit::Complete
     } else {
         Exit::Partial
     })
 }
 
-fn discovery_failure(e: DiscoveryError) -> Failure {
-    let exit = match &e {
-        DiscoveryError::LauncherNotFound(_) | DiscoveryError::NoTasks { .. } => Exit::NotFound,
-        DiscoveryError::Proc(_) => Exit::Internal,
+/// Through the tree: launch, connect, command, merge.
+fn tree(
+    setup: Setup,
+    sample: Sample,
+    args: &AttachArgs,
+    signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+    progress: bool,
+) -> Result<Outcome, Failure> {
+    let topology = Topology::choose(args.daemons, args.fanout, args.depth)
+        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    let key = SessionKey::generate()
+        .map_err(|e| Failure::new(Exit::Internal, format!("no random session key: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::new(Exit::Internal, format!("cannot find strata's binary: {e}")))?;
+    let mut launcher = LocalLauncher::new(exe, key.to_hex());
+    let plan = Plan {
+        setup: Setup {
+            share: topology.daemons(),
+            ..setup
+        },
+        topology,
+        sample,
+        stacks_of: args.rank.clone(),
+        connect_timeout: Duration::from_secs(20),
+        progress,
     };
-    Failure::new(exit, e.to_string())
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))?;
+    let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
+    launcher.reap(Duration::from_secs(5));
+    outcome.map_err(|e| Failure::new(Exit::Internal, e.0))
+}
+
+/// In this process: the front end is its own (only) daemon. For comparison and debugging.
+fn serial(
+    setup: Setup,
+    sample: &Sample,
+    args: &AttachArgs,
+    signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+) -> Result<Outcome, Failure> {
+    let t0 = std::time::Instant::now();
+    let selector = match setup.target {
+        Some(Target::LauncherPid(p)) => Selector::Launcher(p as i32),
+        Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as i32).collect()),
+        None => unreachable!("attach always names a target"),
+    };
+    let opts = discovery::Options::for_current_process();
+    let host = strata_proto::link::hostname();
+    let (rank_map, tasks) = agent::rank_map(0, &host, &selector, &opts, 1);
+    let mut timings = vec![("rank map", t0.elapsed())];
+    let t = std::time::Instant::now();
+    let capturer = Capturer::with_default_threads();
+    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));
+    let options = agent::sample_options(sample);
+    let interrupted = std::cell::Cell::new(None);
+    let stop = || {
+        if let Ok(sig) = signals.try_recv() {
+            interrupted.set(Some(sig));
+        }
+        interrupted.get().is_some()
+    };
+    let sampled = sampler.sample(&capturer, &tasks, &options, &stop, &mut |_| {});
+    drop(capturer);
+    if let Some(sig) = interrupted.get() {
+        return Ok(Outcome::Interrupted(sig));
+    }
+    timings.push(("sample", t.elapsed()));
+    let stacks = agent::stacks_reply(&tasks, &sampled.last, &args.rank);
+    Ok(Outcome::Done(Box::new(session::Gathered {
+        rank_map,
+        sampled: agent::sample_reply(&sampled),
+        stacks,
+        timings,
+    })))
+}
+
+/// Discovery problems, once each (daemons on one host see the same processes).
+fn report_problems(rank_map: &SetupReply) {
+    let mut seen = BTreeSet::new();
+    for d in &rank_map.daemons {
+        for p in &d.problems {
+            if seen.insert(p.clone()) {
+                eprintln!("strata: warning: {p}");
+            }
+        }
+    }
+    let dups: BTreeSet<u32> = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.duplicate_ranks.iter().copied())
+        .collect();
+    if !dups.is_empty() {
+        eprintln!(
+            "strata: warning: rank(s) {} are claimed by several unrelated processes (none or \
+             several mapping MPI): name the job step, or the pids",
+            list(&dups.into_iter().collect::<Vec<_>>())
+        );
+    }
+}
+
+/// The failure when no daemon found any task: the first daemon's own reason.
+fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
+    let any_task = rank_map
+        .daemons
+        .iter()
+        .any(|d| !d.tasks.is_empty() || !d.duplicate_ranks.is_empty());
+    if any_task {
+        return None;
+    }
+    if let Some(d) = rank_map.daemons.iter().find(|d| d.error.is_some()) {
+        let exit = match ErrorKind::try_from(d.error_kind).unwrap_or(ErrorKind::Internal) {
+            ErrorKind::NotFound => Exit::NotFound,
+            ErrorKind::PermissionDenied => Exit::PermissionDenied,
+            ErrorKind::None | ErrorKind::Internal => Exit::Internal,
+        };
+        return Some(Failure::new(exit, d.error.clone().unwrap_or_default()));
+    }
+    let why = rank_map
+        .missing
+        .first()
+        .map_or_else(|| "no daemon answered".to_string(), |m| format!("{}: {}", m.who, m.reason));
+    Some(Failure::new(
+        Exit::Internal,
+        format!("no rank map arrived ({why}); see the messages above"),
+    ))
 }
 
 /// `mpirun-1234` for a launcher, `ring-5678` (executable, first pid) for pids.
-fn job_id(selector: &Selector, tasks: &[discovery::Task]) -> String {
+fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
     let comm = |pid: i32| {
         strata_daemon::procfs::stat(pid)
             .map(|s| s.comm)
             .unwrap_or_else(|_| "job".to_string())
     };
-    match selector {
-        Selector::Launcher(pid) => format!("{}-{pid}", comm(*pid)),
-        _ => tasks.first().map_or_else(
-            || "pids".to_string(),
-            |t| format!("{}-{}", comm(t.pid), t.pid),
-        ),
+    if let Some(pid) = args.launcher_pid {
+        return format!("{}-{pid}", comm(pid));
     }
+    let first = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.tasks.iter())
+        .min_by_key(|t| t.rank);
+    first.map_or_else(
+        || "pids".to_string(),
+        |t| format!("{}-{}", comm(t.pid as i32), t.pid),
+    )
+}
+
+/// The result and what the hints need.
+struct Assembled {
+    result: StrataResult,
+    /// Per task (root task order): rank and note.
+    notes: Vec<(u32, TaskNote)>,
+    /// Per task: executable path.
+    executables: Vec<String>,
 }
 
 fn assemble(
     job: JobInfo,
-    job_size: u32,
-    tasks: &[discovery::Task],
-    sampled: &Sampled,
-    options: &SampleOptions,
-    duplicates: &[discovery::Duplicate],
-) -> Result<StrataResult, Failure> {
-    let internal = |e: strata_filters::RemapError| Failure::new(Exit::Internal, e.to_string());
-    let ranks = IndexMap::new(tasks.iter().map(|t| t.rank).collect(), job_size, "rank")
-        .map_err(internal)?;
-    let threads = options
+    rank_map: &SetupReply,
+    sampled: &SampleReply,
+    sample: &Sample,
+) -> Result<Assembled, Failure> {
+    let internal = |m: String| Failure::new(Exit::Internal, m);
+    let mut ranks = Vec::new();
+    let mut rank_info = Vec::new();
+    let mut executables = Vec::new();
+    for d in &rank_map.daemons {
+        for t in &d.tasks {
+            ranks.push(t.rank);
+            let exe = d
+                .executables
+                .get(t.executable as usize)
+                .cloned()
+                .unwrap_or_default();
+            executables.push(exe.clone());
+            rank_info.push(RankInfo {
+                rank: t.rank,
+                host: Some(d.host.clone()),
+                pid: Some(t.pid),
+                executable: Some(exe),
+                ..RankInfo::default()
+            });
+        }
+    }
+    let dups: BTreeSet<u32> = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.duplicate_ranks.iter().copied())
+        .collect();
+    let hinted = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.tasks.iter().filter_map(|t| t.job_size))
+        .max()
+        .unwrap_or(0);
+    let highest = ranks.iter().chain(&dups).max().map_or(0, |r| r + 1);
+    let job_size = hinted.max(highest);
+    if sampled.notes.len() != ranks.len() {
+        return Err(internal(format!(
+            "the merged samples cover {} tasks, the rank map {}",
+            sampled.notes.len(),
+            ranks.len()
+        )));
+    }
+    let index_map = IndexMap::new(ranks.clone(), job_size, "rank").map_err(|e| internal(e.to_string()))?;
+    let threads = sample
         .threads
         .then(|| IndexMap::identity(sampled.threads.len() as u32, "thread"));
-    let tree_2d = remap(&sampled.tree_2d, &ranks, threads.as_ref()).map_err(internal)?;
-    let tree_3d = remap(&sampled.tree_3d, &ranks, threads.as_ref()).map_err(internal)?;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string());
-    let rank_info = tasks
-        .iter()
-        .zip(&sampled.tasks)
-        .map(|(t, r)| RankInfo {
-            rank: t.rank,
-            host: host.clone(),
-            pid: Some(t.pid as u32),
-            executable: Some(r.executable.clone()),
-            build_id: r.build_id.clone(),
-            state: r.state.map(|c| c.to_string()),
-            error: r.error.clone(),
-        })
-        .collect();
+    let decode = |t: &Option<strata_proto::Tree>| {
+        let t = t.clone().ok_or_else(|| internal("the merged samples hold no tree".into()))?;
+        wire::decode(t, &Limits::default()).map_err(|e| internal(format!("merged tree: {e}")))
+    };
+    let mut tree_2d = remap(&decode(&sampled.tree_2d)?, &index_map, threads.as_ref())
+        .map_err(|e| internal(e.to_string()))?;
+    let mut tree_3d = remap(&decode(&sampled.tree_3d)?, &index_map, threads.as_ref())
+        .map_err(|e| internal(e.to_string()))?;
+
+    for (info, note) in rank_info.iter_mut().zip(&sampled.notes) {
+        info.build_id = note.build_id.clone();
+        info.state = (!note.state.is_empty()).then(|| note.state.clone());
+        info.error = note.error.clone();
+    }
     let thread_info = sampled
         .threads
         .iter()
         .enumerate()
         .map(|(i, t)| ThreadInfo {
             id: i as u32,
-            rank: tasks[t.task as usize].rank,
-            tid: t.tid as u32,
+            rank: ranks.get(t.task as usize).copied().unwrap_or(u32::MAX),
+            tid: t.tid,
             name: Some(t.name.clone()),
         })
         .collect();
+
     let mut missing = Vec::new();
-    let found: BTreeSet<u32> = tasks.iter().map(|t| t.rank).collect();
-    let dup: BTreeSet<u32> = duplicates.iter().map(|d| d.rank).collect();
-    let dups = runs_of((0..job_size).filter(|r| dup.contains(r)));
-    if !dups.is_empty() {
+    // Subtrees lost after the rank map: their ranks are known.
+    let mut lost: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for m in &sampled.missing {
+        let rs = ranks
+            .get(m.first as usize..m.end as usize)
+            .ok_or_else(|| internal("a missing range outside the rank map".into()))?;
+        lost.entry(format!("{} did not answer: {}", m.who, m.reason))
+            .or_default()
+            .extend(rs);
+    }
+    for (reason, mut rs) in lost {
+        rs.sort_unstable();
         missing.push(MissingRanks {
-            ranks: format_runs(&dups),
+            ranks: list(&rs),
+            reason,
+        });
+    }
+    let dup_runs = runs_of((0..job_size).filter(|r| dups.contains(r)));
+    if !dup_runs.is_empty() {
+        missing.push(MissingRanks {
+            ranks: format_runs(&dup_runs),
             reason: "several unrelated processes claim these ranks".to_string(),
         });
     }
-    let not_found = runs_of((0..job_size).filter(|r| !found.contains(r) && !dup.contains(r)));
-    if !not_found.is_empty() {
-        missing.push(MissingRanks {
-            ranks: format_runs(&not_found),
-            reason: "no process of these ranks on this host".to_string(),
-        });
+    let found: BTreeSet<u32> = ranks.iter().copied().collect();
+    let unmapped: Vec<u32> = (0..job_size)
+        .filter(|r| !found.contains(r) && !dups.contains(r))
+        .collect();
+    if !unmapped.is_empty() {
+        if rank_map.missing.is_empty() {
+            missing.push(MissingRanks {
+                ranks: list(&unmapped),
+                reason: "no process of these ranks was found".to_string(),
+            });
+        } else {
+            // Some daemons never gave their rank map: these ranks are probably theirs,
+            // and are shown in the tree as unknown.
+            let who: Vec<String> = rank_map
+                .missing
+                .iter()
+                .map(|m| format!("{} ({})", m.who, m.reason))
+                .collect();
+            missing.push(MissingRanks {
+                ranks: list(&unmapped),
+                reason: format!("ranks unknown: no rank map from {}", who.join(", ")),
+            });
+            let path = [Frame::Special(Special::RanksUnknown)];
+            for &r in &unmapped {
+                tree_2d.add_trace(&path, r, None);
+                tree_3d.add_trace(&path, r, None);
+            }
+        }
+    } else if !rank_map.missing.is_empty() {
+        for m in &rank_map.missing {
+            eprintln!(
+                "strata: warning: {} gave no rank map ({}); every rank of the job is accounted \
+                 for without it",
+                m.who, m.reason
+            );
+        }
     }
-    Ok(StrataResult {
+    let time = |us: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_micros(us));
+    let notes = ranks.iter().copied().zip(sampled.notes.iter().cloned()).collect();
+    let result = StrataResult {
         meta: ResultMeta {
             strata_version: env!("CARGO_PKG_VERSION").to_string(),
-            created: rfc3339(std::time::SystemTime::now()),
+            created: rfc3339(SystemTime::now()),
             job,
             sampling: SamplingInfo {
                 samples: sampled.samples,
-                interval_ms: options.interval.as_millis() as u64,
-                threads: options.threads,
-                started: rfc3339(sampled.started),
-                finished: rfc3339(sampled.finished),
+                interval_ms: sample.interval_us / 1000,
+                threads: sample.threads,
+                started: time(sampled.started_us),
+                finished: time(sampled.finished_us),
             },
             job_size,
             ranks: rank_info,
@@ -243,28 +457,49 @@ fn assemble(
         },
         tree_2d,
         tree_3d,
+    };
+    Ok(Assembled {
+        result,
+        notes,
+        executables,
     })
+}
+
+/// `--rank`: each chosen rank's full stacks, in the order asked.
+fn print_stacks(wanted: &[u32], stacks: &StacksReply, a: &Assembled) -> Result<(), Failure> {
+    for &r in wanted {
+        match stacks.ranks.iter().find(|s| s.rank == r) {
+            Some(s) => match &s.error {
+                None => write_stdout(&format!("\n{}", s.text))?,
+                Some(e) => eprintln!("strata: rank {r}: {e}"),
+            },
+            None if a.notes.iter().any(|(rank, _)| *rank == r) => {
+                eprintln!("strata: rank {r}: its daemon sent no stacks")
+            }
+            None => eprintln!("strata: rank {r}: not a rank of this job"),
+        }
+    }
+    Ok(())
 }
 
 /// One line per thing the user should know: ranks that could not be sampled, ranks whose
 /// main thread waits on its own threads, binaries without debug information.
-fn hints(sampled: &Sampled, threads_shown: bool) {
-    let ranks_where = |f: &dyn Fn(&strata_daemon::sampler::TaskReport) -> bool| {
-        let mut r: Vec<u32> = sampled
-            .tasks
-            .iter()
-            .filter(|t| f(t))
-            .map(|t| t.rank)
-            .collect();
-        r.sort_unstable();
-        r
-    };
-    for t in &sampled.tasks {
-        if let Some(e) = &t.error {
-            eprintln!("strata: rank {} (pid {}): {e}", t.rank, t.pid);
+fn hints(a: &Assembled, threads_shown: bool) {
+    for ((rank, note), info) in a.notes.iter().zip(&a.result.meta.ranks) {
+        if let Some(e) = &note.error {
+            match info.pid {
+                Some(pid) => eprintln!("strata: rank {rank} (pid {pid}): {e}"),
+                None => eprintln!("strata: rank {rank}: {e}"),
+            }
         }
     }
-    let waiting = ranks_where(&|t| t.waits_on_threads);
+    let mut waiting: Vec<u32> = a
+        .notes
+        .iter()
+        .filter(|(_, n)| n.waits_on_threads)
+        .map(|(r, _)| *r)
+        .collect();
+    waiting.sort_unstable();
     if !waiting.is_empty() && !threads_shown {
         eprintln!(
             "strata: rank(s) {}: the main thread waits for its own threads (join, condition, \
@@ -272,15 +507,14 @@ fn hints(sampled: &Sampled, threads_shown: bool) {
             list(&waiting)
         );
     }
-    let mut no_debug: Vec<(&str, u32)> = sampled
-        .tasks
+    let no_debug: BTreeSet<&str> = a
+        .notes
         .iter()
-        .filter(|t| t.no_debug_info)
-        .map(|t| (t.executable.as_str(), t.rank))
+        .zip(&a.executables)
+        .filter(|((_, n), _)| n.no_debug_info)
+        .map(|(_, exe)| exe.as_str())
         .collect();
-    no_debug.sort_unstable();
-    no_debug.dedup_by_key(|(exe, _)| *exe);
-    for (exe, _) in no_debug {
+    for exe in no_debug {
         eprintln!(
             "strata: {exe} has no debug information: its frames are named from its symbol \
              table, without source lines (rebuild with -g, or install its debug package)"

@@ -62,6 +62,21 @@ pub enum Command {
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
     Dump(DumpArgs),
+    /// A daemon of the tree network (started by `strata attach`, internal).
+    #[command(hide = true)]
+    Daemon(crate::roles::DaemonArgs),
+    /// A communication process of the tree network (started by `strata attach`, internal).
+    #[command(hide = true)]
+    Commnode(crate::roles::CommnodeArgs),
+}
+
+/// Which resource manager starts the daemons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResourceManager {
+    /// Processes on this host.
+    Local,
+    /// A Slurm job's nodes (not available yet).
+    Slurm,
 }
 
 #[derive(Debug, Args)]
@@ -95,6 +110,26 @@ pub struct AttachArgs {
     /// Where separate debug information lives (repeatable; default /usr/lib/debug).
     #[arg(long, value_name = "DIR")]
     pub debug_dir: Vec<PathBuf>,
+    /// Print the result as JSON on standard output (the format of result.json), for
+    /// scripts; no progress bar.
+    #[arg(long)]
+    pub json: bool,
+    /// The resource manager that starts the daemons.
+    #[arg(long, value_enum, default_value = "local")]
+    pub rm: ResourceManager,
+    /// Daemons to start; with the local resource manager they split this host's ranks
+    /// among them (to run a real multi-level tree on one machine).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub daemons: u32,
+    /// Most children per tree node (default: the shallowest tree with at most 64).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
+    pub fanout: Option<u32>,
+    /// Edges from the front end to a daemon (1: no commnodes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub depth: Option<u32>,
+    /// Sample in this process, without daemons or a tree (for comparison and debugging).
+    #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth"])]
+    pub serial: bool,
     #[command(flatten)]
     pub show: ShowArgs,
 }
@@ -116,6 +151,16 @@ pub struct DemoArgs {
     /// Write the result files here (by default the demo writes none).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Daemons sharing the job's ranks (at most one per rank).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub daemons: u32,
+    /// Most children per tree node: with 4 daemons, 2 puts a level of commnodes between
+    /// the front end and the daemons.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub fanout: u32,
+    /// Print the result as JSON on standard output.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub show: ShowArgs,
 }
@@ -246,6 +291,8 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::Attach(args) => crate::attach::run(args),
         Command::Demo(args) => crate::demo::run(args),
         Command::DemoRank(args) => crate::demo::rank_main(args),
+        Command::Daemon(args) => crate::roles::daemon(args),
+        Command::Commnode(args) => crate::roles::commnode(args),
     }
 }
 

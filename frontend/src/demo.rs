@@ -45,6 +45,12 @@ pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
         output: args.output.clone(),
         no_files: args.output.is_none(),
         debug_dir: Vec::new(),
+        json: args.json,
+        rm: crate::cli::ResourceManager::Local,
+        daemons: args.daemons.min(n),
+        fanout: Some(args.fanout),
+        depth: None,
+        serial: false,
         show: args.show,
     };
     let exit = attach::run_named(attach_args, Some(format!("demo-ring-{n}")));

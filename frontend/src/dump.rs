@@ -15,7 +15,7 @@ use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 use crate::cli::{DumpArgs, Failure, write_stdout};
 use crate::exit::Exit;
 use crate::interrupt;
-use crate::render::stacks::render_process;
+use strata_daemon::stack_text::render_process;
 
 pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     let hold = match args.hold {

@@ -13,3 +13,5 @@ pub mod interrupt;
 pub mod output;
 pub mod render;
 pub mod result;
+pub mod roles;
+pub mod session;

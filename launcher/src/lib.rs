@@ -1,4 +1,94 @@
-//! Launching daemons and commnodes through a resource manager (local processes, Slurm,
-//! later Flux, PBS, LSF).
-//!
-//! Not built yet: the local launcher arrives with issue 5, Slurm with issue 6.
+//! Starting the tree: its shape ([`topology`]) and the resource-manager back ends that
+//! launch commnodes and daemons ([`local`] today; Slurm next; Flux, PBS and LSF would be
+//! further implementations of [`Launcher`]).
+
+use std::net::SocketAddr;
+use std::ops::Range;
+
+pub mod local;
+pub mod topology;
+
+pub use strata_proto::auth::KEY_ENV;
+
+/// A resource manager's way of starting strata's processes.
+pub trait Launcher {
+    /// `local`, `slurm`, ...
+    fn name(&self) -> &'static str;
+    /// The address the front end listens on so that the launched processes reach it.
+    fn listen_host(&self) -> String;
+    /// Starts one level of commnodes; returns where each listens, in order.
+    fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError>;
+    /// Starts every daemon, in one launch where the resource manager allows it.
+    fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("cannot start {what}: {reason}")]
+    Spawn { what: String, reason: String },
+}
+
+/// One commnode: its place in the tree.
+#[derive(Clone, Debug)]
+pub struct CommnodeSpec {
+    pub index: u32,
+    pub parent: SocketAddr,
+    /// Its children's indices in the level below.
+    pub children: Range<u32>,
+    /// The children are daemons (else commnodes).
+    pub children_are_daemons: bool,
+    /// Per child, the daemons below it (for reports).
+    pub child_daemons: Vec<Range<u32>>,
+    /// Host to listen on.
+    pub listen_host: String,
+}
+
+impl CommnodeSpec {
+    /// The `strata commnode` arguments.
+    pub fn args(&self) -> Vec<String> {
+        let ranges: Vec<String> = self
+            .child_daemons
+            .iter()
+            .map(|r| format!("{}-{}", r.start, r.end))
+            .collect();
+        vec![
+            "--parent".into(),
+            self.parent.to_string(),
+            "--index".into(),
+            self.index.to_string(),
+            "--children".into(),
+            format!("{}-{}", self.children.start, self.children.end),
+            "--child-role".into(),
+            if self.children_are_daemons { "daemon" } else { "commnode" }.into(),
+            "--child-daemons".into(),
+            ranges.join(","),
+            "--listen".into(),
+            format!("{}:0", self.listen_host),
+        ]
+    }
+}
+
+/// All daemons of a session.
+#[derive(Clone, Debug)]
+pub struct DaemonSpec {
+    pub daemons: u32,
+    /// The addresses of the level above the daemons; each daemon picks its parent by its
+    /// index ([`topology::parent_of`]), so every daemon can get the same command line.
+    pub parents: Vec<SocketAddr>,
+}
+
+impl DaemonSpec {
+    /// The `strata daemon` arguments of daemon `index` (a bulk launch leaves `--index`
+    /// out and lets each daemon read its node index from the resource manager).
+    pub fn args(&self, index: u32) -> Vec<String> {
+        let parents: Vec<String> = self.parents.iter().map(|a| a.to_string()).collect();
+        vec![
+            "--parents".into(),
+            parents.join(","),
+            "--daemons".into(),
+            self.daemons.to_string(),
+            "--index".into(),
+            index.to_string(),
+        ]
+    }
+}

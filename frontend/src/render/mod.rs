@@ -2,7 +2,6 @@
 
 pub mod dot;
 pub mod folded;
-pub mod stacks;
 pub mod text;
 
 use crate::result::{StrataResult, TreeKind};

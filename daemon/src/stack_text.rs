@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use strata_daemon::capture::{TaskCapture, ThreadError};
-use strata_daemon::procfs::syscall_label;
-use strata_daemon::sampler::ThreadFrames;
-use strata_daemon::unwind::{FrameKind, WalkEnd};
+use crate::capture::{TaskCapture, ThreadError};
+use crate::procfs::syscall_label;
+use crate::sampler::ThreadFrames;
+use crate::unwind::{FrameKind, WalkEnd};
 use strata_filters::Frame;
 
 /// `Process 25388 (ring) rank 1: 3 thread(s), stopped for 230 us`, then each thread.

@@ -1,0 +1,590 @@
+//! The daemon role (`strata daemon`): a leaf of the tree network. It links to its parent,
+//! finds its share of the job's tasks, samples them on command and sends its local prefix
+//! trees up (task indices local to this daemon), answers for full stacks, holds tasks and
+//! reads their memory.
+//!
+//! The ptrace work runs on blocking threads; the link keeps being read meanwhile, so a
+//! detach or shutdown stops sampling between two samples, and a lost parent (closed or
+//! silent link) makes the daemon detach from everything and exit. If the daemon itself is
+//! killed, the kernel detaches its tracees: a target is never left stopped.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use strata_filters::wire;
+use strata_proto::auth::SessionKey;
+use strata_proto::link::{self, ParentLink, hostname, send_reply};
+use strata_proto::overlay::{
+    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, Progress,
+    RankText, ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry, TaskNote,
+    ThreadEntry, Up, command::Action, down, setup::Target, up,
+};
+use strata_launcher::topology::parent_of;
+use tokio::sync::mpsc;
+
+use crate::capture::{CaptureOptions, Capturer};
+use crate::discovery::{self, DiscoveryError, Selector, Task};
+use crate::memory::MemoryReader;
+use crate::procfs::Pid;
+use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
+use crate::stack_text::render_process;
+use crate::symbols::{SymbolOptions, Symbolizer};
+
+/// Where a daemon sits in the tree.
+#[derive(Clone, Debug)]
+pub struct Place {
+    /// The addresses of the level above (commnodes, or the front end alone): the parent is
+    /// chosen by index, as the topology splits daemons among them.
+    pub parents: Vec<String>,
+    pub index: u32,
+    /// Daemons in the session.
+    pub daemons: u32,
+}
+
+/// Longest a hold lasts even if no release comes (the front end died, say).
+const MAX_HOLD: Duration = Duration::from_secs(600);
+
+/// Runs the daemon until shut down or orphaned.
+pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
+    if place.parents.is_empty() || place.index >= place.daemons {
+        return Err(format!(
+            "daemon {} of {} with {} parent(s): not a place in a tree",
+            place.index,
+            place.daemons,
+            place.parents.len()
+        ));
+    }
+    let p = parent_of(place.index, place.daemons, place.parents.len() as u32);
+    let parent = &place.parents[p as usize];
+    let ParentLink { up, mut down } = link::connect(parent, &key, Role::Daemon, place.index)
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (queue_tx, mut queue) = mpsc::unbounded_channel::<Option<Command>>();
+    let reader_stop = stop.clone();
+    tokio::spawn(async move {
+        while let Some(kind) = link::next_down(&mut down).await {
+            if let down::Kind::Command(cmd) = kind {
+                if matches!(cmd.action, Some(Action::Detach(_)) | Some(Action::Shutdown(_))) {
+                    reader_stop.store(true, Ordering::SeqCst);
+                }
+                if queue_tx.send(Some(cmd)).is_err() {
+                    return;
+                }
+            }
+        }
+        reader_stop.store(true, Ordering::SeqCst);
+        let _ = queue_tx.send(None);
+    });
+
+    let mut state = State {
+        index: place.index,
+        host: hostname(),
+        tasks: Vec::new(),
+        sampler: Some(Sampler::new(Symbolizer::new(SymbolOptions::default()))),
+        capturer: Arc::new(Capturer::with_default_threads()),
+        last: Vec::new(),
+        hold: None,
+    };
+    while let Some(Some(cmd)) = queue.recv().await {
+        let id = cmd.id;
+        let Some(action) = cmd.action else { continue };
+        let sent = match action {
+            Action::Setup(s) => {
+                let reply = state.setup(s).await;
+                send_reply(&up, id, &reply).await
+            }
+            Action::Sample(s) => {
+                stop.store(false, Ordering::SeqCst);
+                let reply = state.sample(s, id, &up, stop.clone()).await;
+                send_reply(&up, id, &reply).await
+            }
+            Action::Stacks(s) => send_reply(&up, id, &state.stacks(&s.ranks)).await,
+            Action::Hold(h) => {
+                let reply = state.hold(&h.ranks).await;
+                send_reply(&up, id, &reply).await
+            }
+            Action::Release(_) => {
+                let reply = state.release().await;
+                send_reply(&up, id, &reply).await
+            }
+            Action::ReadMemory(r) => {
+                let reply = state.read_memory(r).await;
+                send_reply(&up, id, &reply).await
+            }
+            Action::Detach(_) => {
+                state.release().await;
+                send_reply(&up, id, &Done { daemons: 1, missing: vec![] }).await
+            }
+            Action::Shutdown(_) => {
+                state.release().await;
+                let _ = send_reply(&up, id, &Done { daemons: 1, missing: vec![] }).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                break;
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+    state.release().await;
+    Ok(())
+}
+
+struct State {
+    index: u32,
+    host: String,
+    /// This daemon's tasks, in rank order: task index = position.
+    tasks: Vec<Task>,
+    /// Lent to the sampling thread while it runs.
+    sampler: Option<Sampler>,
+    capturer: Arc<Capturer>,
+    /// Per task, the stacks of its last successful sample.
+    last: Vec<Option<LastStacks>>,
+    hold: Option<HoldSession>,
+}
+
+impl State {
+    async fn setup(&mut self, s: pb::Setup) -> SetupReply {
+        let selector = match s.target {
+            Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as Pid).collect()),
+            Some(Target::LauncherPid(p)) => Selector::Launcher(p as Pid),
+            None => {
+                return self.failed_setup("the setup named no target".into(), ErrorKind::Internal);
+            }
+        };
+        let opts = discovery::Options {
+            uid: s.uid,
+            ..discovery::Options::for_current_process()
+        };
+        let debug_dirs: Vec<std::path::PathBuf> = s.debug_dirs.iter().map(Into::into).collect();
+        if !debug_dirs.is_empty() {
+            self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions { debug_dirs })));
+        }
+        let (index, host, share) = (self.index, self.host.clone(), s.share);
+        let joined =
+            tokio::task::spawn_blocking(move || rank_map(index, &host, &selector, &opts, share))
+                .await;
+        match joined {
+            Ok((reply, tasks)) => {
+                self.last = vec![None; tasks.len()];
+                self.tasks = tasks;
+                reply
+            }
+            Err(e) => self.failed_setup(e.to_string(), ErrorKind::Internal),
+        }
+    }
+
+    fn failed_setup(&mut self, message: String, kind: ErrorKind) -> SetupReply {
+        self.tasks.clear();
+        self.last.clear();
+        SetupReply {
+            daemons: vec![DaemonMap {
+                index: self.index,
+                host: self.host.clone(),
+                error: Some(message),
+                error_kind: kind as i32,
+                ..DaemonMap::default()
+            }],
+            missing: vec![],
+        }
+    }
+
+    async fn sample(
+        &mut self,
+        s: pb::Sample,
+        id: u64,
+        up: &mpsc::Sender<Up>,
+        stop: Arc<AtomicBool>,
+    ) -> SampleReply {
+        let options = sample_options(&s);
+        let Some(mut sampler) = self.sampler.take() else {
+            return SampleReply::default();
+        };
+        let tasks = self.tasks.clone();
+        let capturer = self.capturer.clone();
+        let progress_up = up.clone();
+        let total = options.samples as u64 * tasks.len() as u64;
+        let n = tasks.len() as u64;
+        let joined = tokio::task::spawn_blocking(move || {
+            let stop_now = || stop.load(Ordering::SeqCst);
+            let mut progress = |k: u32| {
+                let _ = progress_up.try_send(Up {
+                    kind: Some(up::Kind::Progress(Progress {
+                        command: id,
+                        done: k as u64 * n,
+                        total,
+                    })),
+                });
+            };
+            let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut progress);
+            (sampler, sampled)
+        })
+        .await;
+        let (sampler, sampled) = match joined {
+            Ok(x) => x,
+            Err(e) => {
+                // The sampler panicked: a bug. Report every task as failed, stay alive.
+                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                return failed_sample(self.tasks.len(), &format!("daemon error: {e}"));
+            }
+        };
+        self.sampler = Some(sampler);
+        let reply = sample_reply(&sampled);
+        self.last = sampled.last;
+        reply
+    }
+
+    fn stacks(&self, ranks: &[u32]) -> StacksReply {
+        stacks_reply(&self.tasks, &self.last, ranks)
+    }
+
+    async fn hold(&mut self, ranks: &[u32]) -> HoldReply {
+        self.release().await;
+        let chosen: Vec<(u32, Pid)> = self
+            .tasks
+            .iter()
+            .filter(|t| ranks.contains(&t.rank))
+            .map(|t| (t.rank, t.pid))
+            .collect();
+        if chosen.is_empty() {
+            return HoldReply::default();
+        }
+        let (session, results) = HoldSession::start(self.capturer.clone(), chosen).await;
+        self.hold = Some(session);
+        HoldReply { ranks: results }
+    }
+
+    async fn release(&mut self) -> HoldReply {
+        match self.hold.take() {
+            Some(h) => HoldReply {
+                ranks: h.release().await,
+            },
+            None => HoldReply::default(),
+        }
+    }
+
+    async fn read_memory(&self, r: pb::ReadMemory) -> ReadMemoryReply {
+        let mut out = ReadMemoryReply::default();
+        let wanted: Vec<u32> = self
+            .tasks
+            .iter()
+            .filter(|t| r.ranks.contains(&t.rank))
+            .map(|t| t.rank)
+            .collect();
+        for rank in wanted {
+            let result = match &self.hold {
+                Some(h) => h.read(rank, r.address, r.length.min(pb::MAX_READ)).await,
+                None => Err("not held: hold the rank before reading its memory".to_string()),
+            };
+            out.ranks.push(match result {
+                Ok(data) => MemoryBytes {
+                    rank,
+                    data,
+                    error: None,
+                },
+                Err(e) => MemoryBytes {
+                    rank,
+                    data: vec![],
+                    error: Some(e),
+                },
+            });
+        }
+        out
+    }
+}
+
+/// Sampling options from a (validated, bounded) sample command.
+pub fn sample_options(s: &pb::Sample) -> SampleOptions {
+    SampleOptions {
+        samples: s.samples.clamp(1, 100_000),
+        interval: Duration::from_micros(s.interval_us.min(3_600_000_000)),
+        jitter: if s.jitter.is_finite() { s.jitter.clamp(0.0, 1.0) } else { 0.2 },
+        threads: s.threads,
+        max_frames: if s.max_frames == 0 {
+            SampleOptions::default().max_frames
+        } else {
+            (s.max_frames as usize).min(100_000)
+        },
+        ..SampleOptions::default()
+    }
+}
+
+/// Discovery on this node, this daemon's share of the tasks, and its rank map.
+pub fn rank_map(
+    index: u32,
+    host: &str,
+    selector: &Selector,
+    opts: &discovery::Options,
+    share: u32,
+) -> (SetupReply, Vec<Task>) {
+    let failed = |message: String, kind: ErrorKind| {
+        let reply = SetupReply {
+            daemons: vec![DaemonMap {
+                index,
+                host: host.to_string(),
+                error: Some(message),
+                error_kind: kind as i32,
+                ..DaemonMap::default()
+            }],
+            missing: vec![],
+        };
+        (reply, Vec::new())
+    };
+    let found = match discovery::discover(selector, opts) {
+        Ok(found) => found,
+        Err(e) => {
+            let kind = match &e {
+                DiscoveryError::NoTasks { problems, .. }
+                    if !problems.is_empty() && problems.iter().all(|p| p.is_foreign()) =>
+                {
+                    ErrorKind::PermissionDenied
+                }
+                DiscoveryError::LauncherNotFound(_) | DiscoveryError::NoTasks { .. } => {
+                    ErrorKind::NotFound
+                }
+                DiscoveryError::Proc(_) => ErrorKind::Internal,
+            };
+            return failed(e.to_string(), kind);
+        }
+    };
+    let mut tasks = found.tasks;
+    if share > 1 {
+        // Daemon i of `share` on this host takes the i-th block of the tasks.
+        let n = tasks.len() as u64;
+        let (i, k) = (index as u64, share as u64);
+        let (start, end) = ((i * n / k) as usize, ((i + 1) * n / k) as usize);
+        tasks = tasks[start.min(tasks.len())..end.min(tasks.len())].to_vec();
+    }
+    let mut executables: Vec<String> = Vec::new();
+    let entries = tasks
+        .iter()
+        .map(|t| {
+            let exe = t.exe.to_string_lossy().into_owned();
+            let e = match executables.iter().position(|x| *x == exe) {
+                Some(e) => e,
+                None => {
+                    executables.push(exe);
+                    executables.len() - 1
+                }
+            };
+            TaskEntry {
+                rank: t.rank,
+                pid: t.pid as u32,
+                executable: e as u32,
+                job_size: t.job_size,
+            }
+        })
+        .collect();
+    let reply = SetupReply {
+        daemons: vec![DaemonMap {
+            index,
+            host: host.to_string(),
+            executables,
+            tasks: entries,
+            problems: found.problems.iter().map(|p| p.to_string()).collect(),
+            duplicate_ranks: found.duplicates.iter().map(|d| d.rank).collect(),
+            error: None,
+            error_kind: ErrorKind::None as i32,
+        }],
+        missing: vec![],
+    };
+    (reply, tasks)
+}
+
+/// Full stacks of the chosen ranks among `tasks` from their last sample, as text.
+pub fn stacks_reply(tasks: &[Task], last: &[Option<LastStacks>], ranks: &[u32]) -> StacksReply {
+    let mut out = StacksReply::default();
+    for &r in ranks {
+        let Some(i) = tasks.iter().position(|t| t.rank == r) else {
+            continue;
+        };
+        let mut text = String::new();
+        let error = match last.get(i).and_then(Option::as_ref) {
+            Some(last) => {
+                render_process(&mut text, &last.capture, Some(r), &last.threads);
+                None
+            }
+            None => Some("no stack to show: its last sample failed".to_string()),
+        };
+        out.ranks.push(RankText {
+            rank: r,
+            text,
+            error,
+        });
+    }
+    out
+}
+
+fn unix_us(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// What a daemon sends up after sampling.
+pub fn sample_reply(s: &Sampled) -> SampleReply {
+    SampleReply {
+        tree_2d: Some(wire::encode(&s.tree_2d)),
+        tree_3d: Some(wire::encode(&s.tree_3d)),
+        threads: s
+            .threads
+            .iter()
+            .map(|t| ThreadEntry {
+                task: t.task,
+                tid: t.tid as u32,
+                name: t.name.clone(),
+            })
+            .collect(),
+        notes: s
+            .tasks
+            .iter()
+            .map(|t| TaskNote {
+                state: t.state.map(String::from).unwrap_or_default(),
+                error: t.error.clone(),
+                exited: t.exited,
+                waits_on_threads: t.waits_on_threads,
+                no_debug_info: t.no_debug_info,
+                build_id: t.build_id.clone(),
+                samples_ok: t.samples_ok,
+            })
+            .collect(),
+        missing: vec![],
+        samples: s.samples,
+        started_us: unix_us(s.started),
+        finished_us: unix_us(s.finished),
+    }
+}
+
+fn failed_sample(tasks: usize, reason: &str) -> SampleReply {
+    let tree = strata_filters::PrefixTree::<strata_filters::TaskRuns>::new(tasks as u32, 0);
+    SampleReply {
+        tree_2d: Some(wire::encode(&tree)),
+        tree_3d: Some(wire::encode(&tree)),
+        notes: vec![
+            TaskNote {
+                error: Some(reason.to_string()),
+                ..TaskNote::default()
+            };
+            tasks
+        ],
+        ..SampleReply::default()
+    }
+}
+
+/// Tasks kept stopped by a thread of their own (a held task belongs to the capture
+/// thread that seized it, and the hold handle borrows the capturer).
+struct HoldSession {
+    requests: std::sync::mpsc::Sender<HoldRequest>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+enum HoldRequest {
+    Read {
+        rank: u32,
+        address: u64,
+        length: u32,
+        reply: tokio::sync::oneshot::Sender<Result<Vec<u8>, String>>,
+    },
+    Release {
+        reply: tokio::sync::oneshot::Sender<Vec<RankText>>,
+    },
+}
+
+impl HoldSession {
+    async fn start(capturer: Arc<Capturer>, chosen: Vec<(u32, Pid)>) -> (HoldSession, Vec<RankText>) {
+        let (tx, rx) = std::sync::mpsc::channel::<HoldRequest>();
+        let (first_tx, first_rx) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("strata-hold".into())
+            .spawn(move || {
+                let pids: Vec<Pid> = chosen.iter().map(|c| c.1).collect();
+                let held = capturer.capture_and_hold_many(&pids, &CaptureOptions::default(), MAX_HOLD);
+                let status: Vec<RankText> = chosen
+                    .iter()
+                    .zip(&held)
+                    .map(|(&(rank, _), h)| RankText {
+                        rank,
+                        text: String::new(),
+                        error: h.as_ref().err().map(|e| e.to_string()),
+                    })
+                    .collect();
+                let _ = first_tx.send(status);
+                let mut held: Vec<(u32, Option<crate::capture::Held<'_>>)> = chosen
+                    .iter()
+                    .zip(held)
+                    .map(|(&(rank, _), h)| (rank, h.ok()))
+                    .collect();
+                while let Ok(req) = rx.recv() {
+                    match req {
+                        HoldRequest::Read {
+                            rank,
+                            address,
+                            length,
+                            reply,
+                        } => {
+                            let r = match held.iter().find(|(r, _)| *r == rank) {
+                                Some((_, Some(h))) => {
+                                    let mut buf = vec![0u8; length as usize];
+                                    h.memory()
+                                        .read(address, &mut buf)
+                                        .map(|_| buf)
+                                        .map_err(|e| e.to_string())
+                                }
+                                _ => Err("not held".to_string()),
+                            };
+                            let _ = reply.send(r);
+                        }
+                        HoldRequest::Release { reply } => {
+                            let released = held
+                                .drain(..)
+                                .filter_map(|(rank, h)| {
+                                    Some(RankText {
+                                        rank,
+                                        text: String::new(),
+                                        error: h?.release().err().map(|e| e.to_string()),
+                                    })
+                                })
+                                .collect();
+                            let _ = reply.send(released);
+                            return;
+                        }
+                    }
+                }
+                // The session was dropped: the holds end with `held`.
+            })
+            .expect("a thread for the hold");
+        let status = first_rx.await.unwrap_or_default();
+        (
+            HoldSession {
+                requests: tx,
+                thread: Some(thread),
+            },
+            status,
+        )
+    }
+
+    async fn read(&self, rank: u32, address: u64, length: u32) -> Result<Vec<u8>, String> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.requests
+            .send(HoldRequest::Read {
+                rank,
+                address,
+                length,
+                reply,
+            })
+            .map_err(|_| "the hold has ended".to_string())?;
+        rx.await.map_err(|_| "the hold has ended".to_string())?
+    }
+
+    async fn release(mut self) -> Vec<RankText> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let _ = self.requests.send(HoldRequest::Release { reply });
+        let released = rx.await.unwrap_or_default();
+        if let Some(t) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+        released
+    }
+}

@@ -1,0 +1,116 @@
+//! The internal roles of the one `strata` binary: `strata daemon` and `strata commnode`,
+//! started by a launcher, never by hand. They read the session key from the environment
+//! and report failures as one line on stderr (the front end's terminal) and exit code 1.
+
+use std::net::SocketAddr;
+use std::ops::Range;
+
+use clap::Args;
+use strata_proto::auth::SessionKey;
+use strata_proto::overlay::Role;
+
+use crate::cli::Failure;
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Addresses of the level above, comma-separated; the parent is chosen by index.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub parents: Vec<String>,
+    /// Number of daemons in the session.
+    #[arg(long)]
+    pub daemons: u32,
+    /// This daemon's index (default: the resource manager's node index).
+    #[arg(long)]
+    pub index: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct CommnodeArgs {
+    #[arg(long)]
+    pub parent: String,
+    #[arg(long)]
+    pub index: u32,
+    /// Children's indices, `first-end` (end exclusive).
+    #[arg(long, value_parser = parse_range)]
+    pub children: Range<u32>,
+    #[arg(long, value_parser = ["daemon", "commnode"])]
+    pub child_role: String,
+    /// Per child, the daemons below it (`first-end,...`), for reports.
+    #[arg(long, value_delimiter = ',', value_parser = parse_range)]
+    pub child_daemons: Vec<Range<u32>>,
+    #[arg(long)]
+    pub listen: SocketAddr,
+}
+
+fn parse_range(text: &str) -> Result<Range<u32>, String> {
+    let (a, b) = text
+        .split_once('-')
+        .ok_or_else(|| format!("'{text}' is not a range first-end"))?;
+    let a: u32 = a.parse().map_err(|_| format!("'{text}': bad start"))?;
+    let b: u32 = b.parse().map_err(|_| format!("'{text}': bad end"))?;
+    if a > b {
+        return Err(format!("'{text}': start after end"));
+    }
+    Ok(a..b)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))
+}
+
+fn key() -> Result<SessionKey, Failure> {
+    SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))
+}
+
+pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {
+    let key = key()?;
+    let index = match args.index {
+        Some(i) => i,
+        None => std::env::var("SLURM_NODEID")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                Failure::new(Exit::BadInput, "--index is needed outside a Slurm step")
+            })?,
+    };
+    let place = strata_daemon::agent::Place {
+        parents: args.parents,
+        index,
+        daemons: args.daemons,
+    };
+    runtime()?
+        .block_on(strata_daemon::agent::run(place, key))
+        .map_err(|e| Failure::new(Exit::Internal, format!("daemon {index}: {e}")))?;
+    Ok(Exit::Complete)
+}
+
+pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
+    let key = key()?;
+    let place = strata_commnode::node::Place {
+        parent: args.parent,
+        index: args.index,
+        children: args.children,
+        child_role: if args.child_role == "daemon" {
+            Role::Daemon
+        } else {
+            Role::Commnode
+        },
+        daemons_of_child: args.child_daemons,
+        listen: args.listen,
+    };
+    let index = place.index;
+    runtime()?
+        .block_on(strata_commnode::node::run(place, key, |addr| {
+            // The launcher reads this first line to learn where the commnode listens.
+            println!("listening {addr}");
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+        }))
+        .map_err(|e| Failure::new(Exit::Internal, format!("commnode {index}: {e}")))?;
+    Ok(Exit::Complete)
+}

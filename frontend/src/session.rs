@@ -1,0 +1,309 @@
+//! The front end's side of the tree network: the root node of the tree.
+//!
+//! A session computes the topology, listens, launches the commnodes level by level (each
+//! says where it listens) and the daemons in one launch, waits for its children to join,
+//! then drives the commands: the rank map once, the samples, the stacks of chosen ranks,
+//! the shutdown. Each command has a deadline; what did not answer comes back as missing.
+//! Ctrl-C (or SIGTERM, SIGHUP) sends a shutdown down the tree at once: daemons stop between
+//! two samples and detach, and the session ends with [`Outcome::Interrupted`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use strata_commnode::children::{Answer, Children};
+use strata_commnode::merge;
+use strata_commnode::node::describe_child;
+use strata_filters::wire::Limits;
+use strata_launcher::topology::{Topology, children_of, parent_of};
+use strata_launcher::{CommnodeSpec, DaemonSpec, Launcher};
+use strata_proto::auth::SessionKey;
+use strata_proto::overlay::{
+    Command, Role, SampleReply, Setup, SetupReply, StacksReply, command::Action,
+};
+use tokio::time::Instant;
+
+/// What the session is asked to do.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub topology: Topology,
+    pub setup: Setup,
+    pub sample: strata_proto::overlay::Sample,
+    /// Ranks whose full stacks are wanted after sampling.
+    pub stacks_of: Vec<u32>,
+    /// How long the daemons may take to start and join.
+    pub connect_timeout: Duration,
+    /// Show a progress bar (stderr is a terminal and the user wants one).
+    pub progress: bool,
+}
+
+/// What came back.
+#[derive(Debug)]
+pub enum Outcome {
+    Done(Box<Gathered>),
+    /// Interrupted by a signal before the result was complete.
+    Interrupted(nix::sys::signal::Signal),
+}
+
+#[derive(Debug)]
+pub struct Gathered {
+    pub rank_map: SetupReply,
+    pub sampled: SampleReply,
+    pub stacks: StacksReply,
+    /// Per phase, wall time.
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+/// Why a session could not produce anything.
+#[derive(Debug)]
+pub struct SessionError(pub String);
+
+/// Runs a whole session on the current tokio runtime.
+pub async fn run(
+    plan: Plan,
+    launcher: &mut dyn Launcher,
+    key: SessionKey,
+    signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+) -> Result<Outcome, SessionError> {
+    let topo = &plan.topology;
+    let levels = topo.levels().to_vec();
+    let depth = levels.len() - 1;
+    let mut timings = Vec::new();
+    let t0 = std::time::Instant::now();
+
+    // The root's children: the first commnode level, or the daemons.
+    let first_role = if depth == 1 {
+        Role::Daemon
+    } else {
+        Role::Commnode
+    };
+    let below: Vec<std::ops::Range<u32>> = (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
+    let describe = Box::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
+    let listen: SocketAddr = format!("{}:0", launcher.listen_host())
+        .parse()
+        .map_err(|e| SessionError(format!("bad listen address: {e}")))?;
+    let mut root = Children::listen(
+        listen,
+        key,
+        first_role,
+        0..levels[1],
+        describe,
+        Arc::new(|line| eprintln!("strata: warning: {line}")),
+    )
+    .await
+    .map_err(|e| SessionError(format!("cannot listen on {listen}: {e}")))?;
+
+    // Signals: a shutdown goes down the tree at once; the session notices at its next step.
+    let interrupted: Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>> = Default::default();
+    {
+        let urgent = root.broadcaster();
+        let interrupted = interrupted.clone();
+        std::thread::Builder::new()
+            .name("strata-interrupt".into())
+            .spawn(move || {
+                if let Ok(sig) = signals.recv() {
+                    *interrupted.lock().expect("not poisoned") = Some(sig);
+                    urgent.send(&shutdown_command());
+                }
+            })
+            .map_err(|e| SessionError(format!("cannot start a thread: {e}")))?;
+    }
+    let stopped = || *interrupted.lock().expect("not poisoned");
+
+    let bar = Bar::new(plan.progress);
+    bar.phase(&format!("starting the tree ({})", topo.describe()));
+    // Commnodes, level by level: a level's parents must listen before it starts.
+    let mut parents: Vec<SocketAddr> = vec![root.addr()];
+    for l in 1..depth {
+        let specs: Vec<CommnodeSpec> = (0..levels[l])
+            .map(|j| {
+                let children = children_of(j, levels[l + 1], levels[l]);
+                CommnodeSpec {
+                    index: j,
+                    parent: parents[parent_of(j, levels[l], levels[l - 1]) as usize],
+                    child_daemons: children.clone().map(|c| topo.daemons_below(l + 1, c)).collect(),
+                    children,
+                    children_are_daemons: l + 1 == depth,
+                    listen_host: launcher.listen_host(),
+                }
+            })
+            .collect();
+        parents = launcher
+            .start_commnodes(&specs)
+            .map_err(|e| SessionError(e.to_string()))?;
+    }
+    launcher
+        .start_daemons(&DaemonSpec {
+            daemons: topo.daemons(),
+            parents,
+        })
+        .map_err(|e| SessionError(e.to_string()))?;
+
+    let expected = levels[1] as usize;
+    bar.count("connecting", expected as u64);
+    let deadline = Instant::now() + plan.connect_timeout;
+    let joined = root
+        .wait_joined(deadline, |n| bar.set(n as u64))
+        .await;
+    timings.push(("launch and connect", t0.elapsed()));
+    if let Some(sig) = stopped() {
+        return Ok(finish_interrupted(&mut root, sig, &bar).await);
+    }
+    if joined == 0 {
+        bar.clear();
+        return Err(SessionError(format!(
+            "no {} connected within {} s: {}",
+            if first_role == Role::Daemon { "daemon" } else { "commnode" },
+            plan.connect_timeout.as_secs(),
+            root.absence(0)
+        )));
+    }
+
+    // The rank map, once. The commnodes below wait for their own children first.
+    let t = std::time::Instant::now();
+    bar.phase("gathering the rank map");
+    let setup_timeout = plan.connect_timeout + Duration::from_secs(30);
+    let answers = command(&mut root, 1, setup_timeout, Action::Setup(plan.setup.clone()), |_, _| {}).await;
+    let describe = |i| root.describe(i);
+    let (rank_map, counts) = merge::merge_setup(&answers, &describe);
+    timings.push(("rank map", t.elapsed()));
+    if let Some(sig) = stopped() {
+        return Ok(finish_interrupted(&mut root, sig, &bar).await);
+    }
+    let tasks: u64 = rank_map.daemons.iter().map(|d| d.tasks.len() as u64).sum();
+
+    // Sampling.
+    let t = std::time::Instant::now();
+    let s = &plan.sample;
+    let per_sample = Duration::from_micros(s.interval_us).mul_f64(1.0 + s.jitter) + Duration::from_secs(3);
+    let sample_timeout = Duration::from_secs(30) + per_sample * s.samples;
+    bar.count("sampling", tasks * s.samples as u64);
+    let answers = command(&mut root, 2, sample_timeout, Action::Sample(s.clone()), |done, _| {
+        bar.set(done)
+    })
+    .await;
+    let taking_part: Vec<(u32, u32, &Answer)> = counts
+        .iter()
+        .filter_map(|&(i, n)| Some((i, n?, &answers.iter().find(|(j, _)| *j == i)?.1)))
+        .collect();
+    let describe = |i| root.describe(i);
+    let sampled = merge::merge_sample(&taking_part, &describe, &Limits::default());
+    timings.push(("sample and merge", t.elapsed()));
+    if let Some(sig) = stopped() {
+        return Ok(finish_interrupted(&mut root, sig, &bar).await);
+    }
+
+    let mut stacks = StacksReply::default();
+    if !plan.stacks_of.is_empty() {
+        let t = std::time::Instant::now();
+        bar.phase("reading full stacks");
+        let answers = command(
+            &mut root,
+            3,
+            Duration::from_secs(30),
+            Action::Stacks(strata_proto::overlay::Stacks {
+                ranks: plan.stacks_of.clone(),
+            }),
+            |_, _| {},
+        )
+        .await;
+        stacks = merge::merge_stacks(&answers);
+        timings.push(("stacks", t.elapsed()));
+    }
+    let t = std::time::Instant::now();
+    bar.phase("detaching");
+    let _ = command(&mut root, 4, Duration::from_secs(10), Action::Shutdown(Default::default()), |_, _| {}).await;
+    timings.push(("shutdown", t.elapsed()));
+    bar.clear();
+    if let Some(sig) = stopped() {
+        return Ok(Outcome::Interrupted(sig));
+    }
+    Ok(Outcome::Done(Box::new(Gathered {
+        rank_map,
+        sampled,
+        stacks,
+        timings,
+    })))
+}
+
+async fn command(
+    root: &mut Children,
+    id: u64,
+    timeout: Duration,
+    action: Action,
+    progress: impl FnMut(u64, u64),
+) -> Vec<(u32, Answer)> {
+    let cmd = Command {
+        id,
+        timeout_ms: timeout.as_millis() as u64,
+        action: Some(action),
+    };
+    root.round(&cmd, Instant::now() + timeout, false, progress).await
+}
+
+fn shutdown_command() -> Command {
+    Command {
+        id: 99,
+        timeout_ms: 10_000,
+        action: Some(Action::Shutdown(Default::default())),
+    }
+}
+
+/// After a signal: collect the shutdown confirmations (sent already) for a few seconds.
+async fn finish_interrupted(
+    root: &mut Children,
+    sig: nix::sys::signal::Signal,
+    bar: &Bar,
+) -> Outcome {
+    bar.phase("interrupted: detaching");
+    let cmd = shutdown_command();
+    let _ = root
+        .round(&cmd, Instant::now() + Duration::from_secs(10), true, |_, _| {})
+        .await;
+    bar.clear();
+    Outcome::Interrupted(sig)
+}
+
+/// The progress bar on stderr (hidden when stderr is not a terminal).
+struct Bar(ProgressBar);
+
+impl Bar {
+    fn new(show: bool) -> Bar {
+        let target = if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let pb = ProgressBar::with_draw_target(None, target);
+        pb.enable_steady_tick(Duration::from_millis(120));
+        Bar(pb)
+    }
+
+    fn phase(&self, msg: &str) {
+        self.0.set_style(
+            ProgressStyle::with_template("strata: {spinner} {msg} ({elapsed})")
+                .expect("valid template"),
+        );
+        self.0.set_message(msg.to_string());
+    }
+
+    fn count(&self, msg: &str, total: u64) {
+        self.0.set_style(
+            ProgressStyle::with_template("strata: {msg} [{bar:30}] {pos}/{len} ({elapsed})")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        self.0.set_length(total);
+        self.0.set_position(0);
+        self.0.set_message(msg.to_string());
+    }
+
+    fn set(&self, pos: u64) {
+        self.0.set_position(pos);
+    }
+
+    fn clear(&self) {
+        self.0.finish_and_clear();
+    }
+}

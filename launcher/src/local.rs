@@ -1,0 +1,143 @@
+//! The local launcher: commnodes and daemons as processes on this host (`--rm local`).
+//!
+//! Every process is the same `strata` binary in another role. The session key travels in
+//! the environment ([`KEY_ENV`](crate::KEY_ENV)), never on the command line. Each process
+//! gets a process group of its own, so a Ctrl-C typed at the terminal reaches only the
+//! front end, which then shuts the tree down in order (targets detached first); if the
+//! front end dies, its children see their link close and exit by themselves.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
+
+/// Starts processes on this host and reaps them when dropped.
+#[derive(Debug)]
+pub struct LocalLauncher {
+    exe: PathBuf,
+    key_hex: String,
+    children: Vec<Child>,
+}
+
+impl LocalLauncher {
+    /// `exe`: the strata binary; `key_hex`: the session key.
+    pub fn new(exe: PathBuf, key_hex: String) -> LocalLauncher {
+        LocalLauncher {
+            exe,
+            key_hex,
+            children: Vec::new(),
+        }
+    }
+
+    fn command(&self, role: &str) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg(role)
+            .env(crate::KEY_ENV, &self.key_hex)
+            .env("STRATA_ROLE", role)
+            .stdin(Stdio::null())
+            .process_group(0);
+        c
+    }
+
+    /// The pids of the processes started so far (tests kill them).
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(|c| c.id()).collect()
+    }
+
+    /// Waits up to `grace` for every started process to exit, then kills the rest.
+    pub fn reap(&mut self, grace: Duration) {
+        let end = Instant::now() + grace;
+        for c in &mut self.children {
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= end => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for LocalLauncher {
+    fn drop(&mut self) {
+        self.reap(Duration::from_secs(3));
+    }
+}
+
+impl Launcher for LocalLauncher {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn listen_host(&self) -> String {
+        "127.0.0.1".to_string()
+    }
+
+    fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError> {
+        let mut started = Vec::with_capacity(specs.len());
+        for s in specs {
+            let mut c = self.command("commnode");
+            c.args(s.args()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+            let mut child = c.spawn().map_err(|e| LaunchError::Spawn {
+                what: format!("commnode {}", s.index),
+                reason: e.to_string(),
+            })?;
+            let stdout = child.stdout.take().expect("piped");
+            self.children.push(child);
+            started.push((s.index, stdout));
+        }
+        // Each announces `listening ADDR` on its first line.
+        let mut addrs = Vec::with_capacity(started.len());
+        for (index, stdout) in started {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = BufReader::new(stdout).read_line(&mut line);
+                let _ = tx.send(line);
+            });
+            let line = rx
+                .recv_timeout(Duration::from_secs(20))
+                .map_err(|_| LaunchError::Spawn {
+                    what: format!("commnode {index}"),
+                    reason: "did not say where it listens within 20 s".into(),
+                })?;
+            let addr = line
+                .trim()
+                .strip_prefix("listening ")
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(|| LaunchError::Spawn {
+                    what: format!("commnode {index}"),
+                    reason: if line.is_empty() {
+                        "exited before listening (see its message above)".into()
+                    } else {
+                        format!("unexpected first line {:?}", line.trim())
+                    },
+                })?;
+            addrs.push(addr);
+        }
+        Ok(addrs)
+    }
+
+    fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError> {
+        for i in 0..spec.daemons {
+            let mut c = self.command("daemon");
+            c.args(spec.args(i)).stdout(Stdio::null()).stderr(Stdio::inherit());
+            let child = c.spawn().map_err(|e| LaunchError::Spawn {
+                what: format!("daemon {i}"),
+                reason: e.to_string(),
+            })?;
+            self.children.push(child);
+        }
+        Ok(())
+    }
+}
