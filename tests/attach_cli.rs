@@ -5,90 +5,16 @@
 mod support;
 #[path = "support/target.rs"]
 mod target;
+#[path = "support/mpi.rs"]
+mod mpi;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mpi::{MpiJob, class_lines};
 use support::{parts, strata};
 use target::{Target, assert_free};
-
-/// A hung 8-rank ring under mpirun, killed with its process group on Drop.
-struct MpiJob {
-    mpirun: Child,
-    ranks: Vec<i32>,
-}
-
-impl MpiJob {
-    fn ring(np: usize) -> MpiJob {
-        let exe = target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
-        MpiJob::start(&exe, np)
-    }
-
-    fn start(exe: &std::path::Path, np: usize) -> MpiJob {
-        let mut mpirun = Command::new("mpirun")
-            .args(["--oversubscribe", "-np", &np.to_string()])
-            .arg(exe)
-            // Ranks that wait yield the core now and then: 8 spinning ranks on 2 cores
-            // would starve everything else on a CI machine.
-            .env("OMPI_MCA_mpi_yield_when_idle", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0)
-            .spawn()
-            .expect("mpirun (openmpi-bin) is needed by this test");
-        let out = BufReader::new(mpirun.stdout.take().unwrap());
-        let mut ranks = vec![0; np];
-        let mut seen = 0;
-        let end = Instant::now() + Duration::from_secs(60);
-        for line in out.lines() {
-            let line = line.unwrap();
-            // "rank 3/8 pid 1234 host vm"
-            let w: Vec<&str> = line.split_whitespace().collect();
-            if w.len() >= 4 && w[0] == "rank" && w[2] == "pid" {
-                let r: usize = w[1].split('/').next().unwrap().parse().unwrap();
-                ranks[r] = w[3].parse().unwrap();
-                seen += 1;
-                if seen == np {
-                    break;
-                }
-            }
-            assert!(Instant::now() < end, "the MPI job did not start");
-        }
-        assert_eq!(seen, np, "not every rank started");
-        // Let the ranks reach their waits.
-        std::thread::sleep(Duration::from_millis(500));
-        MpiJob { mpirun, ranks }
-    }
-}
-
-impl Drop for MpiJob {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(self.mpirun.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        for &r in &self.ranks {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(r),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let _ = self.mpirun.wait();
-    }
-}
-
-/// The class lines of a text rendering: `  1:[1]      … > main > sleep ...`.
-fn class_lines(out: &str) -> Vec<String> {
-    out.lines()
-        .skip_while(|l| !l.contains("equivalence class"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .map(|l| l.trim().to_string())
-        .collect()
-}
 
 #[test]
 fn hung_open_mpi_ring_through_its_launcher() {

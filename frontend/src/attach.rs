@@ -18,6 +18,7 @@ use strata_daemon::symbols::Symbolizer;
 use strata_filters::taskset::format_runs;
 use strata_filters::wire::{self, Limits};
 use strata_filters::{Frame, IndexMap, Special, remap};
+use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
 use strata_launcher::topology::Topology;
 use strata_proto::auth::SessionKey;
@@ -151,6 +152,14 @@ fn tree(
     let exe = std::env::current_exe()
         .map_err(|e| Failure::new(Exit::Internal, format!("cannot find strata's binary: {e}")))?;
     let mut launcher = LocalLauncher::new(exe, key.to_hex());
+    let commnodes: u32 = topology.commnode_levels().iter().sum();
+    eprintln!(
+        "strata: tree {} ({} commnode(s), {} daemon(s), {} launcher)",
+        topology.describe(),
+        commnodes,
+        topology.daemons(),
+        launcher.name(),
+    );
     let plan = Plan {
         setup: Setup {
             share: topology.daemons(),

@@ -1,0 +1,85 @@
+//! A hung Open MPI job for end-to-end tests: `mpi_ring.c` (or any program printing
+//! `rank R/N pid P host H` lines) under `mpirun`, killed with its process group on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A hung 8-rank ring under mpirun, killed with its process group on Drop.
+pub struct MpiJob {
+    pub mpirun: Child,
+    pub ranks: Vec<i32>,
+}
+
+impl MpiJob {
+    pub fn ring(np: usize) -> MpiJob {
+        let exe = crate::target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
+        MpiJob::start(&exe, np)
+    }
+
+    pub fn start(exe: &std::path::Path, np: usize) -> MpiJob {
+        let mut mpirun = Command::new("mpirun")
+            .args(["--oversubscribe", "-np", &np.to_string()])
+            .arg(exe)
+            // Ranks that wait yield the core now and then: 8 spinning ranks on 2 cores
+            // would starve everything else on a CI machine.
+            .env("OMPI_MCA_mpi_yield_when_idle", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .expect("mpirun (openmpi-bin) is needed by this test");
+        let out = BufReader::new(mpirun.stdout.take().unwrap());
+        let mut ranks = vec![0; np];
+        let mut seen = 0;
+        let end = Instant::now() + Duration::from_secs(60);
+        for line in out.lines() {
+            let line = line.unwrap();
+            // "rank 3/8 pid 1234 host vm"
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() >= 4 && w[0] == "rank" && w[2] == "pid" {
+                let r: usize = w[1].split('/').next().unwrap().parse().unwrap();
+                ranks[r] = w[3].parse().unwrap();
+                seen += 1;
+                if seen == np {
+                    break;
+                }
+            }
+            assert!(Instant::now() < end, "the MPI job did not start");
+        }
+        assert_eq!(seen, np, "not every rank started");
+        // Let the ranks reach their waits.
+        std::thread::sleep(Duration::from_millis(500));
+        MpiJob { mpirun, ranks }
+    }
+}
+
+impl Drop for MpiJob {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.mpirun.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        for &r in &self.ranks {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(r),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = self.mpirun.wait();
+    }
+}
+
+/// The class lines of a text rendering: `  1:[1]      … > main > sleep ...`.
+pub fn class_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|l| !l.contains("equivalence class"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+

@@ -1,0 +1,389 @@
+//! `strata attach` through the real tree network on this host: the front end, commnodes and
+//! daemons as separate processes talking gRPC over loopback, on hung Open MPI rings.
+//! Faults (a daemon or a commnode killed with SIGKILL while sampling), a stranger writing
+//! garbage to a commnode's port, and a session of another user. Every target is checked to
+//! be running and untraced afterwards.
+
+mod support;
+#[path = "support/target.rs"]
+mod target;
+#[path = "support/mpi.rs"]
+mod mpi;
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mpi::{MpiJob, class_lines};
+use support::{parts, strata, strata_bin};
+use target::{Target, assert_free, wait_for};
+
+/// `strata attach --launcher-pid MPIRUN --daemons 4 --fanout 2 --no-files EXTRA...`
+fn attach_tree(job: &MpiJob, extra: &[&str]) -> (i32, String, String) {
+    let pid = job.mpirun.id().to_string();
+    let mut args = vec![
+        "attach",
+        "--launcher-pid",
+        &pid,
+        "--daemons",
+        "4",
+        "--fanout",
+        "2",
+        "--no-files",
+        "-n",
+        "3",
+        "--interval",
+        "50ms",
+    ];
+    args.extend_from_slice(extra);
+    parts(&strata(&args))
+}
+
+fn assert_ring_classes(out: &str, ranks: usize) {
+    let classes = class_lines(out);
+    assert_eq!(classes.len(), 3, "three classes expected:\n{out}");
+    let class = |prefix: &str| {
+        classes
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no class {prefix}:\n{out}"))
+            .clone()
+    };
+    assert!(class("1:[1] ").contains("sleep"), "{out}");
+    assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
+    let rest = format!("{}:[0,3-{}] ", ranks - 2, ranks - 1);
+    assert!(class(&rest).contains("MPI_Barrier"), "{out}");
+}
+
+#[test]
+fn eight_rank_ring_through_two_levels_twice_in_a_row() {
+    let job = MpiJob::ring(8);
+    for round in 0..2 {
+        let (code, out, err) = attach_tree(&job, &[]);
+        assert_eq!(code, 0, "attach {round}:\n{out}\n{err}");
+        assert_ring_classes(&out, 8);
+        assert!(
+            err.contains("1 -> 2 -> 4"),
+            "the tree used (front end, 2 commnodes, 4 daemons) is reported:\n{err}"
+        );
+    }
+    // --json: the result file's JSON on stdout, for scripts.
+    let (code, out, err) = attach_tree(&job, &["--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("--json prints JSON");
+    assert_eq!(v["job_size"], 8, "{out}");
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 8);
+    assert!(v["missing"].as_array().is_none_or(|m| m.is_empty()));
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
+#[test]
+fn thirty_two_rank_ring_through_four_daemons() {
+    let job = MpiJob::ring(32);
+    let (code, out, err) = attach_tree(&job, &["--rank", "2"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_ring_classes(&out, 32);
+    // --rank through the tree: rank 2's daemon sends its full stacks.
+    assert!(
+        out.contains(&format!("Process {} (mpi_ring) rank 2", job.ranks[2])),
+        "{out}"
+    );
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
+/// A strata process started by `strata attach` (its direct child) in `role`, with its
+/// `--index`.
+fn role_processes(strata_pid: u32, role: &str) -> Vec<(i32, u32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid != strata_pid {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.get(1).map(String::as_str) != Some(role) {
+            continue;
+        }
+        let index = args
+            .iter()
+            .position(|a| a == "--index")
+            .and_then(|i| args.get(i + 1)?.parse().ok())
+            .unwrap();
+        found.push((pid, index));
+    }
+    found
+}
+
+/// Starts `strata attach` on the ring (long sampling), waits until all its daemons run.
+fn start_long_attach(job: &MpiJob, extra: &[&str]) -> Child {
+    let mut args: Vec<String> = [
+        "attach",
+        "--launcher-pid",
+        &job.mpirun.id().to_string(),
+        "--daemons",
+        "4",
+        "--fanout",
+        "2",
+        "--no-files",
+        "--json",
+        "-n",
+        "40",
+        "--interval",
+        "100ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let child = Command::new(strata_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    wait_for(Duration::from_secs(20), || {
+        role_processes(id, "daemon").len() == 4
+    });
+    child
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    parts(&out)
+}
+
+/// The `missing` entries of a --json result: (ranks, reason).
+fn missing(out: &str) -> Vec<(String, String)> {
+    let v: serde_json::Value =
+        serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"));
+    v["missing"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|e| {
+                    (
+                        e["ranks"].as_str().unwrap().to_string(),
+                        e["reason"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The path to a special frame, with its ranks, as the JSON tree has it.
+fn special_ranks(out: &str, label: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(out).unwrap();
+    let nodes = v["trees"]["3d"]["nodes"].as_array()?;
+    let name = label.trim_matches(['[', ']']);
+    nodes.iter().find_map(|n| {
+        (n["frame"]["special"].as_str() == Some(name))
+            .then(|| n["ranks"].as_str().unwrap_or_default().to_string())
+    })
+}
+
+fn wait_gone(pids: &[i32]) {
+    wait_for(Duration::from_secs(20), || {
+        pids.iter()
+            .all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists() || is_zombie(*p))
+    });
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(true)
+}
+
+#[test]
+fn a_daemon_killed_while_sampling_leaves_a_partial_result_naming_its_ranks() {
+    let job = MpiJob::ring(8);
+    let child = start_long_attach(&job, &[]);
+    let daemons = role_processes(child.id(), "daemon");
+    let victim = daemons.iter().find(|(_, i)| *i == 1).unwrap().0;
+    // Let sampling begin, then kill daemon 1 (ranks 2-3: 8 ranks in blocks of 2).
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (code, out, err) = finish(child);
+    eprintln!("finished {:?} after the kill", started.elapsed());
+    assert_eq!(code, 4, "partial result expected:\n{err}");
+    let m = missing(&out);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].0, "2-3", "exactly daemon 1's ranks: {m:?}");
+    assert!(m[0].1.contains("daemon 1"), "{m:?}");
+    assert_eq!(
+        special_ranks(&out, "[daemon unreachable]").as_deref(),
+        Some("2-3"),
+        "its ranks stay in the tree under [daemon unreachable]"
+    );
+    assert!(err.contains("daemon 1"), "{err}");
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+    wait_gone(&daemons.iter().map(|d| d.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_commnode_killed_while_sampling_leaves_a_partial_result_naming_its_subtree() {
+    let job = MpiJob::ring(8);
+    let child = start_long_attach(&job, &[]);
+    let commnodes = role_processes(child.id(), "commnode");
+    assert_eq!(commnodes.len(), 2, "{commnodes:?}");
+    let daemons = role_processes(child.id(), "daemon");
+    let victim = commnodes.iter().find(|(_, i)| *i == 0).unwrap().0;
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 4, "partial result expected:\n{err}");
+    let m = missing(&out);
+    assert_eq!(m.len(), 1, "{m:?}");
+    // Commnode 0 has daemons 0 and 1: ranks 0-3.
+    assert_eq!(m[0].0, "0-3", "{m:?}");
+    assert!(m[0].1.contains("commnode 0 (daemons 0-1)"), "{m:?}");
+    assert_eq!(
+        special_ranks(&out, "[daemon unreachable]").as_deref(),
+        Some("0-3")
+    );
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+    // Its orphaned daemons detach and exit on their own.
+    wait_gone(&daemons.iter().map(|d| d.0).collect::<Vec<_>>());
+}
+
+/// The TCP port `pid` listens on (from its socket inodes and /proc/net/tcp).
+fn listening_port(pid: i32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let link = std::fs::read_link(e.path()).ok()?;
+            let l = link.to_string_lossy();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // st 0A = LISTEN; field 9 = inode.
+        (f.get(3) == Some(&"0A") && inodes.iter().any(|i| Some(&i.as_str()) == f.get(9)))
+            .then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
+    })
+}
+
+#[test]
+fn garbage_sent_to_a_commnode_port_does_not_disturb_the_session() {
+    let job = MpiJob::ring(8);
+    let child = start_long_attach(&job, &["-n", "20"]);
+    let commnode = role_processes(child.id(), "commnode")[0].0;
+    let port = listening_port(commnode).expect("the commnode listens");
+    let addr = format!("127.0.0.1:{port}");
+    // Random bytes, an HTTP/2 preface followed by junk, and an oversized frame header.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut junk = vec![0u8; 64 * 1024];
+    for b in &mut junk {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        *b = seed as u8;
+    }
+    let mut preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    preface.extend_from_slice(&[0xff, 0xff, 0xff, 0x00, 0x00, 0, 0, 0, 1]);
+    preface.extend_from_slice(&junk);
+    for payload in [&junk, &preface] {
+        for _ in 0..3 {
+            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+                let _ = s.write_all(payload);
+                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                let mut buf = [0u8; 256];
+                let _ = s.read(&mut buf);
+            }
+        }
+    }
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "the session is undisturbed:\n{err}");
+    assert!(missing(&out).is_empty());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 8);
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
+#[test]
+fn a_session_cannot_attach_to_another_users_processes() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test switches to the user nobody: run the suite as root (tests/run-all.sh)"
+    );
+    // Binaries nobody can run: copied out of a possibly private target dir.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("strata");
+    std::fs::copy(strata_bin(), &bin).unwrap();
+    let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
+    let public_exe = dir.path().join("capture_target");
+    std::fs::copy(&exe, &public_exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody_uid = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("user nobody")
+        .uid
+        .as_raw();
+
+    // A root-owned target, a session of nobody (its daemon runs as nobody too): refused.
+    let roots = Target::start(&public_exe, &["0"]);
+    roots.wait_all_sleeping(1);
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["attach", "--no-files", "-n", "1", "--pids", &roots.pid().to_string()])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let (code, _, err) = parts(&out);
+    assert_eq!(code, 6, "permission denied expected:\n{err}");
+    assert!(err.contains("owned by uid 0"), "{err}");
+    assert_free(roots.pid());
+
+    // A target of nobody, a session of root: the explicit uid check refuses it too (root's
+    // power to trace it does not widen a session).
+    let nobodys = Target::start_as(&public_exe, &["0"], Some("nobody"));
+    nobodys.wait_all_sleeping(1);
+    let (code, _, err) = parts(&strata(&[
+        "attach",
+        "--no-files",
+        "-n",
+        "1",
+        "--pids",
+        &nobodys.pid().to_string(),
+    ]));
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains(&format!("owned by uid {nobody_uid}")), "{err}");
+    assert_free(nobodys.pid());
+}
