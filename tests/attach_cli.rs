@@ -2,11 +2,11 @@
 //! through its launcher), plain processes given by pid, threads, `--rank`, result files,
 //! exit codes. Every target is checked to be running and untraced afterwards.
 
+#[path = "support/mpi.rs"]
+mod mpi;
 mod support;
 #[path = "support/target.rs"]
 mod target;
-#[path = "support/mpi.rs"]
-mod mpi;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -4,11 +4,11 @@
 //! garbage to a commnode's port, and a session of another user. Every target is checked to
 //! be running and untraced afterwards.
 
+#[path = "support/mpi.rs"]
+mod mpi;
 mod support;
 #[path = "support/target.rs"]
 mod target;
-#[path = "support/mpi.rs"]
-mod mpi;
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -67,6 +67,19 @@ fn eight_rank_ring_through_two_levels_twice_in_a_row() {
             "the tree used (front end, 2 commnodes, 4 daemons) is reported:\n{err}"
         );
     }
+    // The serial mode (no daemons, no tree) sees the same job the same way.
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &job.mpirun.id().to_string(),
+        "--serial",
+        "--no-files",
+        "-n",
+        "3",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_ring_classes(&out, 8);
+    assert!(!err.contains("tree"), "{err}");
     // --json: the result file's JSON on stdout, for scripts.
     let (code, out, err) = attach_tree(&job, &["--json"]);
     assert_eq!(code, 0, "{err}");
@@ -276,6 +289,76 @@ fn a_commnode_killed_while_sampling_leaves_a_partial_result_naming_its_subtree()
     wait_gone(&daemons.iter().map(|d| d.0).collect::<Vec<_>>());
 }
 
+#[test]
+fn a_daemon_lost_before_the_rank_map_leaves_its_ranks_unknown() {
+    let job = MpiJob::ring(8);
+    let pid = job.mpirun.id().to_string();
+    let out = support::strata_command(&[
+        "attach",
+        "--launcher-pid",
+        &pid,
+        "--daemons",
+        "4",
+        "--fanout",
+        "2",
+        "--no-files",
+        "--json",
+        "-n",
+        "2",
+        "--interval",
+        "50ms",
+    ])
+    .env("STRATA_FAILPOINT", "daemon-3-exit-at-setup")
+    .output()
+    .unwrap();
+    let (code, out, err) = parts(&out);
+    assert_eq!(code, 4, "{err}");
+    // Daemon 3 would have had ranks 6-7: nobody can name them for sure, but the job has 8.
+    let m = missing(&out);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].0, "6-7", "{m:?}");
+    assert!(
+        m[0].1.contains("ranks unknown") && m[0].1.contains("daemon 3"),
+        "{m:?}"
+    );
+    assert_eq!(
+        special_ranks(&out, "[ranks unknown]").as_deref(),
+        Some("6-7")
+    );
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
+#[test]
+fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
+    let job = MpiJob::ring(8);
+    let child = start_long_attach(&job, &["-n", "20"]);
+    let daemons = role_processes(child.id(), "daemon");
+    let victim = daemons.iter().find(|(_, i)| *i == 2).unwrap().0;
+    std::thread::sleep(Duration::from_millis(1000));
+    // A daemon that stops answering (stopped, swapping, a hung NFS read...) but whose
+    // connection stays open: only its silence tells.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 4, "{err}");
+    let m = missing(&out);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].0, "4-5", "{m:?}");
+    assert!(m[0].1.contains("daemon 2"), "{m:?}");
+    // The stopped daemon may have been stopped mid-capture, its targets with it. The front
+    // end kills the daemons that did not exit after the shutdown, and the kernel lets
+    // their tracees go.
+    wait_gone(&[victim]);
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
 /// The TCP port `pid` listens on (from its socket inodes and /proc/net/tcp).
 fn listening_port(pid: i32) -> Option<u16> {
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -362,7 +445,14 @@ fn a_session_cannot_attach_to_another_users_processes() {
     let out = Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&bin)
-        .args(["attach", "--no-files", "-n", "1", "--pids", &roots.pid().to_string()])
+        .args([
+            "attach",
+            "--no-files",
+            "-n",
+            "1",
+            "--pids",
+            &roots.pid().to_string(),
+        ])
         .current_dir("/")
         .output()
         .unwrap();

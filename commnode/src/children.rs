@@ -164,7 +164,10 @@ impl Admission {
             ));
         }
         if hello.role != self.role as i32 {
-            return Err(format!("role {} where {:?}s connect", hello.role, self.role));
+            return Err(format!(
+                "role {} where {:?}s connect",
+                hello.role, self.role
+            ));
         }
         if !self.expected.contains(&hello.index) {
             return Err(format!(
@@ -193,7 +196,12 @@ impl Admission {
         if !self.key.verify_child(&hello, &parent_nonce, &proof.mac) {
             return Err("wrong session key".into());
         }
-        if !self.admitted.lock().expect("not poisoned").insert(hello.index) {
+        if !self
+            .admitted
+            .lock()
+            .expect("not poisoned")
+            .insert(hello.index)
+        {
             return Err(format!("index {} is already connected", hello.index));
         }
         let index = hello.index;
@@ -240,7 +248,8 @@ async fn next_up(ups: &mut Streaming<Up>, within: Duration) -> Result<up::Kind, 
     loop {
         match tokio::time::timeout(within, ups.message()).await {
             Err(_) => return Err(format!("silent for {} s", within.as_secs())),
-            Ok(Err(status)) => return Err(format!("link broken: {}", status.message())),
+            // A killed process or a cut network: HTTP/2 reports a broken stream.
+            Ok(Err(_)) => return Err("connection lost (process died or network failed)".into()),
             Ok(Ok(None)) => return Err("connection closed".into()),
             Ok(Ok(Some(Up { kind: None }))) => continue,
             Ok(Ok(Some(Up { kind: Some(k) }))) => return Ok(k),
@@ -339,7 +348,11 @@ impl Children {
 
     /// Waits until every expected child has joined, or `deadline`; `progress` is told the
     /// number joined. Returns that number.
-    pub async fn wait_joined(&mut self, deadline: Instant, mut progress: impl FnMut(usize)) -> usize {
+    pub async fn wait_joined(
+        &mut self,
+        deadline: Instant,
+        mut progress: impl FnMut(usize),
+    ) -> usize {
         progress(self.links.len());
         while self.links.len() + self.gone.len() < self.expected.len() {
             let Ok(Some(ev)) = tokio::time::timeout_at(deadline, self.events.recv()).await else {
@@ -459,9 +472,7 @@ impl Children {
                 }
                 up::Kind::Progress(p) if p.command == command.id => {
                     seen.insert(index, (p.done, p.total));
-                    let (d, t) = seen
-                        .values()
-                        .fold((0, 0), |(d, t), (a, b)| (d + a, t + b));
+                    let (d, t) = seen.values().fold((0, 0), |(d, t), (a, b)| (d + a, t + b));
                     progress(d, t);
                 }
                 // Progress of another command, or a protocol violation: ignored.

@@ -252,7 +252,11 @@ mod tests {
     fn two_tasks(f: &str) -> PrefixTree<TaskRuns> {
         let mut t = PrefixTree::new(2, 0);
         t.add_trace(&[Frame::function("main"), Frame::function(f)], 0, None);
-        t.add_trace(&[Frame::function("main"), Frame::function("other")], 1, None);
+        t.add_trace(
+            &[Frame::function("main"), Frame::function("other")],
+            1,
+            None,
+        );
         t
     }
 
@@ -284,9 +288,17 @@ mod tests {
     fn a_reply_that_does_not_match_the_rank_map_is_refused() {
         let a = reply(&two_tasks("MPI_Barrier"), vec![]);
         // Rank map said 3 tasks; the tree has 2.
-        let out = merge_sample(&[(0, 3, &a)], &|i| format!("daemon {i}"), &Limits::default());
+        let out = merge_sample(
+            &[(0, 3, &a)],
+            &|i| format!("daemon {i}"),
+            &Limits::default(),
+        );
         assert_eq!(out.missing.len(), 1);
-        assert!(out.missing[0].reason.contains("rank map"), "{:?}", out.missing);
+        assert!(
+            out.missing[0].reason.contains("rank map"),
+            "{:?}",
+            out.missing
+        );
         let bad_thread = reply(
             &two_tasks("x"),
             vec![ThreadEntry {
@@ -295,10 +307,18 @@ mod tests {
                 name: "t".into(),
             }],
         );
-        let out = merge_sample(&[(0, 2, &bad_thread)], &|i| format!("d{i}"), &Limits::default());
+        let out = merge_sample(
+            &[(0, 2, &bad_thread)],
+            &|i| format!("d{i}"),
+            &Limits::default(),
+        );
         assert_eq!(out.missing.len(), 1);
         let garbage: Answer = Ok(vec![0xff, 0xff, 0xff]);
-        let out = merge_sample(&[(0, 2, &garbage)], &|i| format!("d{i}"), &Limits::default());
+        let out = merge_sample(
+            &[(0, 2, &garbage)],
+            &|i| format!("d{i}"),
+            &Limits::default(),
+        );
         assert!(out.missing[0].reason.contains("garbage"));
     }
 
@@ -314,7 +334,11 @@ mod tests {
         }];
         let a = reply(&two_tasks("x"), vec![]);
         let b = reply(&t, th);
-        let out = merge_sample(&[(0, 2, &a), (1, 2, &b)], &|i| format!("d{i}"), &Limits::default());
+        let out = merge_sample(
+            &[(0, 2, &a), (1, 2, &b)],
+            &|i| format!("d{i}"),
+            &Limits::default(),
+        );
         assert!(out.missing.is_empty(), "{:?}", out.missing);
         assert_eq!(out.threads[0].task, 3);
         assert_eq!(out.samples, 3);

@@ -55,13 +55,16 @@ pub fn describe_child(role: Role, index: u32, daemons: Option<&Range<u32>>) -> S
 
 /// Runs a commnode until its parent shuts it down or its link is lost. `announce` is told
 /// the listening address once (the local launcher reads it from standard output).
-pub async fn run(place: Place, key: SessionKey, announce: impl FnOnce(SocketAddr)) -> Result<(), String> {
+pub async fn run(
+    place: Place,
+    key: SessionKey,
+    announce: impl FnOnce(SocketAddr),
+) -> Result<(), String> {
     let role = place.child_role;
     let first_child = place.children.start;
     let daemons = place.daemons_of_child.clone();
-    let describe = Box::new(move |i: u32| {
-        describe_child(role, i, daemons.get((i - first_child) as usize))
-    });
+    let describe =
+        Box::new(move |i: u32| describe_child(role, i, daemons.get((i - first_child) as usize)));
     let mut children = Children::listen(
         place.listen,
         key.clone(),
@@ -153,7 +156,10 @@ pub async fn run(place: Place, key: SessionKey, announce: impl FnOnce(SocketAddr
 
 /// Detach and shutdown stop whatever runs below: they are sent down at once.
 pub fn is_urgent(cmd: &Command) -> bool {
-    matches!(cmd.action, Some(Action::Detach(_)) | Some(Action::Shutdown(_)))
+    matches!(
+        cmd.action,
+        Some(Action::Detach(_)) | Some(Action::Shutdown(_))
+    )
 }
 
 /// The command as this node forwards it (a shorter timeout), and the deadline for the

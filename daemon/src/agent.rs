@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use strata_filters::wire;
+use strata_launcher::topology::parent_of;
 use strata_proto::auth::SessionKey;
 use strata_proto::link::{self, ParentLink, hostname, send_reply};
 use strata_proto::overlay::{
-    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, Progress,
-    RankText, ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry, TaskNote,
-    ThreadEntry, Up, command::Action, down, setup::Target, up,
+    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, Progress, RankText,
+    ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry, TaskNote, ThreadEntry,
+    Up, command::Action, down, setup::Target, up,
 };
-use strata_launcher::topology::parent_of;
 use tokio::sync::mpsc;
 
 use crate::capture::{CaptureOptions, Capturer};
@@ -67,7 +67,10 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
     tokio::spawn(async move {
         while let Some(kind) = link::next_down(&mut down).await {
             if let down::Kind::Command(cmd) = kind {
-                if matches!(cmd.action, Some(Action::Detach(_)) | Some(Action::Shutdown(_))) {
+                if matches!(
+                    cmd.action,
+                    Some(Action::Detach(_)) | Some(Action::Shutdown(_))
+                ) {
                     reader_stop.store(true, Ordering::SeqCst);
                 }
                 if queue_tx.send(Some(cmd)).is_err() {
@@ -93,6 +96,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
         let Some(action) = cmd.action else { continue };
         let sent = match action {
             Action::Setup(s) => {
+                failpoint(place.index, "setup");
                 let reply = state.setup(s).await;
                 send_reply(&up, id, &reply).await
             }
@@ -116,11 +120,27 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
             }
             Action::Detach(_) => {
                 state.release().await;
-                send_reply(&up, id, &Done { daemons: 1, missing: vec![] }).await
+                send_reply(
+                    &up,
+                    id,
+                    &Done {
+                        daemons: 1,
+                        missing: vec![],
+                    },
+                )
+                .await
             }
             Action::Shutdown(_) => {
                 state.release().await;
-                let _ = send_reply(&up, id, &Done { daemons: 1, missing: vec![] }).await;
+                let _ = send_reply(
+                    &up,
+                    id,
+                    &Done {
+                        daemons: 1,
+                        missing: vec![],
+                    },
+                )
+                .await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 break;
             }
@@ -131,6 +151,17 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
     }
     state.release().await;
     Ok(())
+}
+
+/// Fault injection for the test suite: `STRATA_FAILPOINT=daemon-3-exit-at-setup` makes
+/// daemon 3 die (as if killed) when that command arrives, a moment no outside `kill` can
+/// hit reliably.
+fn failpoint(index: u32, command: &str) {
+    if std::env::var("STRATA_FAILPOINT")
+        .is_ok_and(|f| f == format!("daemon-{index}-exit-at-{command}"))
+    {
+        std::process::exit(101);
+    }
 }
 
 struct State {
@@ -301,7 +332,11 @@ pub fn sample_options(s: &pb::Sample) -> SampleOptions {
     SampleOptions {
         samples: s.samples.clamp(1, 100_000),
         interval: Duration::from_micros(s.interval_us.min(3_600_000_000)),
-        jitter: if s.jitter.is_finite() { s.jitter.clamp(0.0, 1.0) } else { 0.2 },
+        jitter: if s.jitter.is_finite() {
+            s.jitter.clamp(0.0, 1.0)
+        } else {
+            0.2
+        },
         threads: s.threads,
         max_frames: if s.max_frames == 0 {
             SampleOptions::default().max_frames
@@ -493,14 +528,18 @@ enum HoldRequest {
 }
 
 impl HoldSession {
-    async fn start(capturer: Arc<Capturer>, chosen: Vec<(u32, Pid)>) -> (HoldSession, Vec<RankText>) {
+    async fn start(
+        capturer: Arc<Capturer>,
+        chosen: Vec<(u32, Pid)>,
+    ) -> (HoldSession, Vec<RankText>) {
         let (tx, rx) = std::sync::mpsc::channel::<HoldRequest>();
         let (first_tx, first_rx) = tokio::sync::oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("strata-hold".into())
             .spawn(move || {
                 let pids: Vec<Pid> = chosen.iter().map(|c| c.1).collect();
-                let held = capturer.capture_and_hold_many(&pids, &CaptureOptions::default(), MAX_HOLD);
+                let held =
+                    capturer.capture_and_hold_many(&pids, &CaptureOptions::default(), MAX_HOLD);
                 let status: Vec<RankText> = chosen
                     .iter()
                     .zip(&held)

@@ -265,10 +265,10 @@ fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
         };
         return Some(Failure::new(exit, d.error.clone().unwrap_or_default()));
     }
-    let why = rank_map
-        .missing
-        .first()
-        .map_or_else(|| "no daemon answered".to_string(), |m| format!("{}: {}", m.who, m.reason));
+    let why = rank_map.missing.first().map_or_else(
+        || "no daemon answered".to_string(),
+        |m| format!("{}: {}", m.who, m.reason),
+    );
     Some(Failure::new(
         Exit::Internal,
         format!("no rank map arrived ({why}); see the messages above"),
@@ -353,12 +353,15 @@ fn assemble(
             ranks.len()
         )));
     }
-    let index_map = IndexMap::new(ranks.clone(), job_size, "rank").map_err(|e| internal(e.to_string()))?;
+    let index_map =
+        IndexMap::new(ranks.clone(), job_size, "rank").map_err(|e| internal(e.to_string()))?;
     let threads = sample
         .threads
         .then(|| IndexMap::identity(sampled.threads.len() as u32, "thread"));
     let decode = |t: &Option<strata_proto::Tree>| {
-        let t = t.clone().ok_or_else(|| internal("the merged samples hold no tree".into()))?;
+        let t = t
+            .clone()
+            .ok_or_else(|| internal("the merged samples hold no tree".into()))?;
         wire::decode(t, &Limits::default()).map_err(|e| internal(format!("merged tree: {e}")))
     };
     let mut tree_2d = remap(&decode(&sampled.tree_2d)?, &index_map, threads.as_ref())
@@ -446,7 +449,11 @@ fn assemble(
         }
     }
     let time = |us: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_micros(us));
-    let notes = ranks.iter().copied().zip(sampled.notes.iter().cloned()).collect();
+    let notes = ranks
+        .iter()
+        .copied()
+        .zip(sampled.notes.iter().cloned())
+        .collect();
     let result = StrataResult {
         meta: ResultMeta {
             strata_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -494,11 +501,20 @@ fn print_stacks(wanted: &[u32], stacks: &StacksReply, a: &Assembled) -> Result<(
 /// One line per thing the user should know: ranks that could not be sampled, ranks whose
 /// main thread waits on its own threads, binaries without debug information.
 fn hints(a: &Assembled, threads_shown: bool) {
+    // One line per distinct error: a lost daemon's ranks share one.
+    let mut errors: BTreeMap<&str, Vec<(u32, Option<u32>)>> = BTreeMap::new();
     for ((rank, note), info) in a.notes.iter().zip(&a.result.meta.ranks) {
         if let Some(e) = &note.error {
-            match info.pid {
-                Some(pid) => eprintln!("strata: rank {rank} (pid {pid}): {e}"),
-                None => eprintln!("strata: rank {rank}: {e}"),
+            errors.entry(e).or_default().push((*rank, info.pid));
+        }
+    }
+    for (e, mut ranks) in errors {
+        ranks.sort_unstable();
+        match ranks.as_slice() {
+            [(rank, Some(pid))] => eprintln!("strata: rank {rank} (pid {pid}): {e}"),
+            _ => {
+                let rs: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+                eprintln!("strata: rank(s) {}: {e}", list(&rs));
             }
         }
     }

@@ -78,7 +78,8 @@ pub async fn run(
     } else {
         Role::Commnode
     };
-    let below: Vec<std::ops::Range<u32>> = (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
+    let below: Vec<std::ops::Range<u32>> =
+        (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
     let describe = Box::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
     let listen: SocketAddr = format!("{}:0", launcher.listen_host())
         .parse()
@@ -122,7 +123,10 @@ pub async fn run(
                 CommnodeSpec {
                     index: j,
                     parent: parents[parent_of(j, levels[l], levels[l - 1]) as usize],
-                    child_daemons: children.clone().map(|c| topo.daemons_below(l + 1, c)).collect(),
+                    child_daemons: children
+                        .clone()
+                        .map(|c| topo.daemons_below(l + 1, c))
+                        .collect(),
                     children,
                     children_are_daemons: l + 1 == depth,
                     listen_host: launcher.listen_host(),
@@ -143,9 +147,7 @@ pub async fn run(
     let expected = levels[1] as usize;
     bar.count("connecting", expected as u64);
     let deadline = Instant::now() + plan.connect_timeout;
-    let joined = root
-        .wait_joined(deadline, |n| bar.set(n as u64))
-        .await;
+    let joined = root.wait_joined(deadline, |n| bar.set(n as u64)).await;
     timings.push(("launch and connect", t0.elapsed()));
     if let Some(sig) = stopped() {
         return Ok(finish_interrupted(&mut root, sig, &bar).await);
@@ -154,7 +156,11 @@ pub async fn run(
         bar.clear();
         return Err(SessionError(format!(
             "no {} connected within {} s: {}",
-            if first_role == Role::Daemon { "daemon" } else { "commnode" },
+            if first_role == Role::Daemon {
+                "daemon"
+            } else {
+                "commnode"
+            },
             plan.connect_timeout.as_secs(),
             root.absence(0)
         )));
@@ -164,7 +170,14 @@ pub async fn run(
     let t = std::time::Instant::now();
     bar.phase("gathering the rank map");
     let setup_timeout = plan.connect_timeout + Duration::from_secs(30);
-    let answers = command(&mut root, 1, setup_timeout, Action::Setup(plan.setup.clone()), |_, _| {}).await;
+    let answers = command(
+        &mut root,
+        1,
+        setup_timeout,
+        Action::Setup(plan.setup.clone()),
+        |_, _| {},
+    )
+    .await;
     let describe = |i| root.describe(i);
     let (rank_map, counts) = merge::merge_setup(&answers, &describe);
     timings.push(("rank map", t.elapsed()));
@@ -176,12 +189,17 @@ pub async fn run(
     // Sampling.
     let t = std::time::Instant::now();
     let s = &plan.sample;
-    let per_sample = Duration::from_micros(s.interval_us).mul_f64(1.0 + s.jitter) + Duration::from_secs(3);
+    let per_sample =
+        Duration::from_micros(s.interval_us).mul_f64(1.0 + s.jitter) + Duration::from_secs(3);
     let sample_timeout = Duration::from_secs(30) + per_sample * s.samples;
     bar.count("sampling", tasks * s.samples as u64);
-    let answers = command(&mut root, 2, sample_timeout, Action::Sample(s.clone()), |done, _| {
-        bar.set(done)
-    })
+    let answers = command(
+        &mut root,
+        2,
+        sample_timeout,
+        Action::Sample(s.clone()),
+        |done, _| bar.set(done),
+    )
     .await;
     let taking_part: Vec<(u32, u32, &Answer)> = counts
         .iter()
@@ -213,7 +231,14 @@ pub async fn run(
     }
     let t = std::time::Instant::now();
     bar.phase("detaching");
-    let _ = command(&mut root, 4, Duration::from_secs(10), Action::Shutdown(Default::default()), |_, _| {}).await;
+    let _ = command(
+        &mut root,
+        4,
+        Duration::from_secs(10),
+        Action::Shutdown(Default::default()),
+        |_, _| {},
+    )
+    .await;
     timings.push(("shutdown", t.elapsed()));
     bar.clear();
     if let Some(sig) = stopped() {
@@ -239,7 +264,8 @@ async fn command(
         timeout_ms: timeout.as_millis() as u64,
         action: Some(action),
     };
-    root.round(&cmd, Instant::now() + timeout, false, progress).await
+    root.round(&cmd, Instant::now() + timeout, false, progress)
+        .await
 }
 
 fn shutdown_command() -> Command {
@@ -259,7 +285,12 @@ async fn finish_interrupted(
     bar.phase("interrupted: detaching");
     let cmd = shutdown_command();
     let _ = root
-        .round(&cmd, Instant::now() + Duration::from_secs(10), true, |_, _| {})
+        .round(
+            &cmd,
+            Instant::now() + Duration::from_secs(10),
+            true,
+            |_, _| {},
+        )
         .await;
     bar.clear();
     Outcome::Interrupted(sig)

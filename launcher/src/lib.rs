@@ -59,7 +59,12 @@ impl CommnodeSpec {
             "--children".into(),
             format!("{}-{}", self.children.start, self.children.end),
             "--child-role".into(),
-            if self.children_are_daemons { "daemon" } else { "commnode" }.into(),
+            if self.children_are_daemons {
+                "daemon"
+            } else {
+                "commnode"
+            }
+            .into(),
             "--child-daemons".into(),
             ranges.join(","),
             "--listen".into(),

@@ -87,7 +87,9 @@ impl Launcher for LocalLauncher {
         let mut started = Vec::with_capacity(specs.len());
         for s in specs {
             let mut c = self.command("commnode");
-            c.args(s.args()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+            c.args(s.args())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
             let mut child = c.spawn().map_err(|e| LaunchError::Spawn {
                 what: format!("commnode {}", s.index),
                 reason: e.to_string(),
@@ -105,12 +107,12 @@ impl Launcher for LocalLauncher {
                 let _ = BufReader::new(stdout).read_line(&mut line);
                 let _ = tx.send(line);
             });
-            let line = rx
-                .recv_timeout(Duration::from_secs(20))
-                .map_err(|_| LaunchError::Spawn {
-                    what: format!("commnode {index}"),
-                    reason: "did not say where it listens within 20 s".into(),
-                })?;
+            let line =
+                rx.recv_timeout(Duration::from_secs(20))
+                    .map_err(|_| LaunchError::Spawn {
+                        what: format!("commnode {index}"),
+                        reason: "did not say where it listens within 20 s".into(),
+                    })?;
             let addr = line
                 .trim()
                 .strip_prefix("listening ")
@@ -131,7 +133,9 @@ impl Launcher for LocalLauncher {
     fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError> {
         for i in 0..spec.daemons {
             let mut c = self.command("daemon");
-            c.args(spec.args(i)).stdout(Stdio::null()).stderr(Stdio::inherit());
+            c.args(spec.args(i))
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
             let child = c.spawn().map_err(|e| LaunchError::Spawn {
                 what: format!("daemon {i}"),
                 reason: e.to_string(),

@@ -116,7 +116,12 @@ impl Topology {
     pub fn max_fanout(&self) -> u32 {
         self.levels
             .windows(2)
-            .map(|w| (0..w[0]).map(|j| children_of(j, w[1], w[0]).len() as u32).max().unwrap_or(0))
+            .map(|w| {
+                (0..w[0])
+                    .map(|j| children_of(j, w[1], w[0]).len() as u32)
+                    .max()
+                    .unwrap_or(0)
+            })
             .max()
             .unwrap_or(0)
     }
@@ -164,7 +169,10 @@ mod tests {
         assert_eq!(Topology::with_fanout(1, 64).unwrap().levels(), &[1, 1]);
         assert_eq!(Topology::with_fanout(64, 64).unwrap().levels(), &[1, 64]);
         assert_eq!(Topology::with_fanout(65, 64).unwrap().levels(), &[1, 2, 65]);
-        assert_eq!(Topology::with_fanout(4096, 64).unwrap().levels(), &[1, 64, 4096]);
+        assert_eq!(
+            Topology::with_fanout(4096, 64).unwrap().levels(),
+            &[1, 64, 4096]
+        );
         assert_eq!(Topology::with_fanout(4097, 64).unwrap().depth(), 3);
     }
 

@@ -153,11 +153,20 @@ mod tests {
         let np = nonce();
         let proof = k.child_proof(&h, &np);
         assert!(!other.verify_child(&h, &np, &proof), "wrong key");
-        assert!(!k.verify_parent(&h, &np, &proof), "reflected as the parent's");
-        assert!(!k.verify_child(&h, &nonce(), &proof), "replayed on a new nonce");
+        assert!(
+            !k.verify_parent(&h, &np, &proof),
+            "reflected as the parent's"
+        );
+        assert!(
+            !k.verify_child(&h, &nonce(), &proof),
+            "replayed on a new nonce"
+        );
         let mut moved = h.clone();
         moved.index = 4;
-        assert!(!k.verify_child(&moved, &np, &proof), "other place in the tree");
+        assert!(
+            !k.verify_child(&moved, &np, &proof),
+            "other place in the tree"
+        );
         assert!(!k.verify_child(&h, &np, &[]), "empty proof");
     }
 

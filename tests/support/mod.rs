@@ -14,13 +14,16 @@ pub fn strata_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_strata"))
 }
 
+/// `strata ARGS...`, colours off, ready to be given more environment.
+pub fn strata_command(args: &[&str]) -> Command {
+    let mut c = Command::new(strata_bin());
+    c.args(args).env("NO_COLOR", "1");
+    c
+}
+
 /// Runs `strata ARGS...` to completion, colours off.
 pub fn strata(args: &[&str]) -> Output {
-    Command::new(strata_bin())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("strata runs")
+    strata_command(args).output().expect("strata runs")
 }
 
 /// The repository root (for bundled files such as docs/examples).

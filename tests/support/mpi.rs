@@ -82,4 +82,3 @@ pub fn class_lines(out: &str) -> Vec<String> {
         .map(|l| l.trim().to_string())
         .collect()
 }
-
