@@ -140,8 +140,9 @@ pub async fn run(
             }
             Action::Shutdown(_) => {
                 let _ = send_reply(&up, cmd.id, &merge::merge_done(&answers, &describe)).await;
-                // Let the reply leave before the connection closes.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Exit once the parent has the reply and closes the link (at most 2 s).
+                let closed = async { while queue.recv().await.is_some() {} };
+                let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
                 return Ok(());
             }
         };

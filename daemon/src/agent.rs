@@ -141,7 +141,10 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
                     },
                 )
                 .await;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Exit once the parent has the reply and closes the link (at most 2 s):
+                // exiting at once could cut the reply off.
+                let closed = async { while let Some(Some(_)) = queue.recv().await {} };
+                let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
                 break;
             }
         };

@@ -177,6 +177,8 @@ fn tree(
         .build()
         .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))?;
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
+    // Closes every link: the tree's processes, their shutdown answered, exit on that.
+    drop(runtime);
     launcher.reap(Duration::from_secs(5));
     outcome.map_err(|e| Failure::new(Exit::Internal, e.0))
 }
