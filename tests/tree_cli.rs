@@ -477,3 +477,21 @@ fn a_session_cannot_attach_to_another_users_processes() {
     assert!(err.contains(&format!("owned by uid {nobody_uid}")), "{err}");
     assert_free(nobodys.pid());
 }
+
+#[test]
+fn bad_tree_options_get_one_line_and_exit_code_2() {
+    for args in [
+        &["--fanout", "1"][..],
+        &["--depth", "0"],
+        &["--depth", "9"],
+        &["--daemons", "0"],
+        &["--rm", "slurm"],
+        &["--serial", "--daemons", "4"],
+    ] {
+        let mut all = vec!["attach", "--pids", "1", "--no-files"];
+        all.extend_from_slice(args);
+        let (code, out, err) = parts(&strata(&all));
+        assert_eq!(code, 2, "{args:?}: {out}\n{err}");
+        assert!(!err.trim().is_empty(), "{args:?}: an error message");
+    }
+}

@@ -28,6 +28,11 @@ use tonic::{Request, Response, Status, Streaming};
 /// Largest reply a child may send (all chunks together).
 pub const MAX_REPLY: usize = 1 << 30;
 
+/// A link's sending half, down to the child.
+type DownSender = mpsc::Sender<Result<Down, Status>>;
+/// The joined children's senders, by index.
+type SharedSenders = Arc<Mutex<BTreeMap<u32, DownSender>>>;
+
 /// What the link tasks tell the owner.
 #[derive(Debug)]
 enum Event {
@@ -64,7 +69,7 @@ pub struct Children {
     events: mpsc::Receiver<Event>,
     links: BTreeMap<u32, Link>,
     /// The joined children's senders, shared with [`Broadcaster`]s.
-    senders: Arc<Mutex<BTreeMap<u32, mpsc::Sender<Result<Down, Status>>>>>,
+    senders: SharedSenders,
     /// Complete replies to commands not yet collected by [`Children::round`] (a command
     /// broadcast urgently while another round ran): (command, child) -> answer.
     early: HashMap<(u64, u32), Answer>,
@@ -525,7 +530,7 @@ impl Children {
 /// Sends commands to the joined children from anywhere (see [`Children::broadcaster`]).
 #[derive(Clone, Debug)]
 pub struct Broadcaster {
-    senders: Arc<Mutex<BTreeMap<u32, mpsc::Sender<Result<Down, Status>>>>>,
+    senders: SharedSenders,
 }
 
 impl Broadcaster {
