@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mpi::{MpiJob, class_lines};
+use mpi::{MpiJob, assert_ring_classes, class_lines};
 use support::{parts, strata};
 use target::{Target, assert_free};
 
@@ -35,18 +35,7 @@ fn hung_open_mpi_ring_through_its_launcher() {
         "1",
     ]));
     assert_eq!(code, 0, "{out}\n{err}");
-    let classes = class_lines(&out);
-    assert_eq!(classes.len(), 3, "three classes expected:\n{out}");
-    let class = |prefix: &str| {
-        classes
-            .iter()
-            .find(|l| l.starts_with(prefix))
-            .unwrap_or_else(|| panic!("no class {prefix}:\n{out}"))
-            .clone()
-    };
-    assert!(class("1:[1] ").contains("sleep"), "{out}");
-    assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
-    assert!(class("6:[0,3-7] ").contains("MPI_Barrier"), "{out}");
+    let classes = assert_ring_classes(&out, 8);
     // --rank 1: rank 1's full stacks, every thread (Open MPI adds 2 helper threads).
     assert!(
         out.contains(&format!("Process {} (mpi_ring) rank 1", job.ranks[1])),

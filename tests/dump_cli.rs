@@ -178,15 +178,8 @@ fn other_users_processes_are_refused_and_own_ones_work_as_nobody() {
         nix::unistd::geteuid().is_root(),
         "this test switches to the user nobody and must run as root"
     );
-    // The binary must be reachable by nobody: copy it out of a possibly private target dir.
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("strata");
-    std::fs::copy(strata_bin(), &bin).unwrap();
     let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
-    let public_exe = dir.path().join("capture_target");
-    std::fs::copy(&exe, &public_exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, bin, public_exe) = support::public_copies(&exe);
 
     let roots = Target::start(&public_exe, &["0"]);
     let as_nobody = |pid: i32| {

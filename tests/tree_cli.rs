@@ -14,7 +14,8 @@ use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mpi::{MpiJob, class_lines};
+use mpi::{MpiJob, assert_ring_classes};
+use nix::sys::signal::Signal;
 use support::{parts, strata, strata_bin};
 use target::{Target, assert_free, wait_for};
 
@@ -37,22 +38,6 @@ fn attach_tree(job: &MpiJob, extra: &[&str]) -> (i32, String, String) {
     ];
     args.extend_from_slice(extra);
     parts(&strata(&args))
-}
-
-fn assert_ring_classes(out: &str, ranks: usize) {
-    let classes = class_lines(out);
-    assert_eq!(classes.len(), 3, "three classes expected:\n{out}");
-    let class = |prefix: &str| {
-        classes
-            .iter()
-            .find(|l| l.starts_with(prefix))
-            .unwrap_or_else(|| panic!("no class {prefix}:\n{out}"))
-            .clone()
-    };
-    assert!(class("1:[1] ").contains("sleep"), "{out}");
-    assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
-    let rest = format!("{}:[0,3-{}] ", ranks - 2, ranks - 1);
-    assert!(class(&rest).contains("MPI_Barrier"), "{out}");
 }
 
 #[test]
@@ -211,6 +196,10 @@ fn special_ranks(out: &str, label: &str) -> Option<String> {
     })
 }
 
+fn signal(pid: i32, sig: Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+}
+
 fn wait_gone(pids: &[i32]) {
     wait_for(Duration::from_secs(20), || {
         pids.iter()
@@ -233,11 +222,7 @@ fn a_daemon_killed_while_sampling_leaves_a_partial_result_naming_its_ranks() {
     // Let sampling begin, then kill daemon 1 (ranks 2-3: 8 ranks in blocks of 2).
     std::thread::sleep(Duration::from_millis(1500));
     let started = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(victim),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    signal(victim, Signal::SIGKILL);
     let (code, out, err) = finish(child);
     eprintln!("finished {:?} after the kill", started.elapsed());
     assert_eq!(code, 4, "partial result expected:\n{err}");
@@ -266,11 +251,7 @@ fn a_commnode_killed_while_sampling_leaves_a_partial_result_naming_its_subtree()
     let daemons = role_processes(child.id(), "daemon");
     let victim = commnodes.iter().find(|(_, i)| *i == 0).unwrap().0;
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(victim),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    signal(victim, Signal::SIGKILL);
     let (code, out, err) = finish(child);
     assert_eq!(code, 4, "partial result expected:\n{err}");
     let m = missing(&out);
@@ -339,11 +320,7 @@ fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
     std::thread::sleep(Duration::from_millis(1000));
     // A daemon that stops answering (stopped, swapping, a hung NFS read...) but whose
     // connection stays open: only its silence tells.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(victim),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .unwrap();
+    signal(victim, Signal::SIGSTOP);
     let (code, out, err) = finish(child);
     assert_eq!(code, 4, "{err}");
     let m = missing(&out);
@@ -424,15 +401,8 @@ fn a_session_cannot_attach_to_another_users_processes() {
         nix::unistd::geteuid().is_root(),
         "this test switches to the user nobody: run the suite as root (tests/run-all.sh)"
     );
-    // Binaries nobody can run: copied out of a possibly private target dir.
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("strata");
-    std::fs::copy(strata_bin(), &bin).unwrap();
     let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
-    let public_exe = dir.path().join("capture_target");
-    std::fs::copy(&exe, &public_exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, bin, public_exe) = support::public_copies(&exe);
     let nobody_uid = nix::unistd::User::from_name("nobody")
         .unwrap()
         .expect("user nobody")

@@ -179,36 +179,35 @@ pub fn merge_sample(
     out
 }
 
-/// Per-rank answers (stacks, hold, memory) concatenated; a child that did not answer is
-/// named in `missing` of the `Done`-like summary the caller keeps.
+/// Per-rank answers (stacks, hold, memory) concatenated in child order; a child that did not
+/// answer adds nothing (the caller asked for ranks and sees which are absent).
+fn concat_ranks<M: Message + Default, T>(
+    answers: &[(u32, Answer)],
+    ranks: impl Fn(M) -> Vec<T>,
+) -> Vec<T> {
+    answers
+        .iter()
+        .filter_map(|(_, a)| decode::<M>(a).ok())
+        .flat_map(ranks)
+        .collect()
+}
+
 pub fn merge_stacks(answers: &[(u32, Answer)]) -> StacksReply {
-    let mut out = StacksReply::default();
-    for (_, a) in answers {
-        if let Ok(r) = decode::<StacksReply>(a) {
-            out.ranks.extend(r.ranks);
-        }
+    StacksReply {
+        ranks: concat_ranks(answers, |r: StacksReply| r.ranks),
     }
-    out
 }
 
 pub fn merge_hold(answers: &[(u32, Answer)]) -> HoldReply {
-    let mut out = HoldReply::default();
-    for (_, a) in answers {
-        if let Ok(r) = decode::<HoldReply>(a) {
-            out.ranks.extend(r.ranks);
-        }
+    HoldReply {
+        ranks: concat_ranks(answers, |r: HoldReply| r.ranks),
     }
-    out
 }
 
 pub fn merge_read(answers: &[(u32, Answer)]) -> ReadMemoryReply {
-    let mut out = ReadMemoryReply::default();
-    for (_, a) in answers {
-        if let Ok(r) = decode::<ReadMemoryReply>(a) {
-            out.ranks.extend(r.ranks);
-        }
+    ReadMemoryReply {
+        ranks: concat_ranks(answers, |r: ReadMemoryReply| r.ranks),
     }
-    out
 }
 
 pub fn merge_done(answers: &[(u32, Answer)], describe: &dyn Fn(u32) -> String) -> Done {

@@ -60,3 +60,17 @@ pub fn assert_result_files(dir: &std::path::Path) {
         );
     }
 }
+
+/// Copies of the strata binary and of `exe` in a fresh directory every user can read (the
+/// target dir may be private): for tests that run them as another user. Returns the
+/// directory (removed on drop), the strata copy and the `exe` copy.
+pub fn public_copies(exe: &std::path::Path) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("strata");
+    std::fs::copy(strata_bin(), &bin).unwrap();
+    let public_exe = dir.path().join(exe.file_name().unwrap());
+    std::fs::copy(exe, &public_exe).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, bin, public_exe)
+}

@@ -82,3 +82,22 @@ pub fn class_lines(out: &str) -> Vec<String> {
         .map(|l| l.trim().to_string())
         .collect()
 }
+
+/// The three classes of the hung ring of `ranks` ranks: rank 1 in `sleep`, rank 2 in
+/// `MPI_Waitall`, the others in `MPI_Barrier`. Returns the class lines.
+pub fn assert_ring_classes(out: &str, ranks: usize) -> Vec<String> {
+    let classes = class_lines(out);
+    assert_eq!(classes.len(), 3, "three classes expected:\n{out}");
+    let class = |prefix: &str| {
+        classes
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no class {prefix}:\n{out}"))
+            .clone()
+    };
+    assert!(class("1:[1] ").contains("sleep"), "{out}");
+    assert!(class("1:[2] ").contains("MPI_Waitall"), "{out}");
+    let rest = format!("{}:[0,3-{}] ", ranks - 2, ranks - 1);
+    assert!(class(&rest).contains("MPI_Barrier"), "{out}");
+    classes
+}
