@@ -400,12 +400,14 @@ async fn a_replayed_handshake_and_a_taken_index_are_refused() {
     assert_eq!(second.refused().await, "index 0 is already connected");
     parent.refusal("index 0 is already connected").await;
 
-    // The real child end claiming it: its link ends at once.
-    let ParentLink { mut down, .. } =
-        link::connect(&parent.addr().to_string(), &k, Role::Daemon, 0)
-            .await
-            .expect("the handshake itself succeeds");
-    assert!(link::next_down(&mut down).await.is_none(), "the link ends");
+    // The real child end claiming it: connect fails with the parent's reason.
+    let e = link::connect(&parent.addr().to_string(), &k, Role::Daemon, 0)
+        .await
+        .expect_err("a taken place");
+    assert!(
+        matches!(&e, LinkError::Refused { reason, .. } if reason == "index 0 is already connected"),
+        "{e:?}"
+    );
 
     // The first child is still the one in place, and it answers.
     assert_eq!(parent.settle().await, [0]);
@@ -675,6 +677,19 @@ async fn the_real_daemon_holds_reads_memory_releases_and_shuts_down() {
     let mut daemon = Daemon::start(parent.addr(), &k);
     parent.wait_joined(1).await;
     assert_eq!(parent.children.hello(0).unwrap().pid, daemon.pid() as u32);
+
+    // A second daemon claiming the same place is refused, and says so: it fails.
+    let second = std::process::Command::new(support::strata_bin())
+        .args(["daemon", "--parents", &parent.addr().to_string()])
+        .args(["--daemons", "1", "--index", "0"])
+        .env("STRATA_SESSION_KEY", k.to_hex())
+        .env("STRATA_ROLE", "daemon")
+        .stdin(Stdio::null())
+        .output()
+        .expect("strata daemon runs");
+    let (code, _, stderr) = support::parts(&second);
+    assert_ne!(code, 0, "a refused daemon must fail; stderr: {stderr}");
+    assert!(stderr.contains("index 0 is already connected"), "{stderr}");
 
     // Another user's uid: refused for permission, no task.
     let reply = SetupReply::decode(only(parent.round(1, setup(65534, pid)).await).as_slice())

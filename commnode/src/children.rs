@@ -210,6 +210,13 @@ impl Admission {
             return Err(format!("index {} is already connected", hello.index));
         }
         let index = hello.index;
+        // The admission: the first message after the proof, before any command, so that a
+        // refused child (above) learns it from the refusal instead of a link that just ends.
+        let _ = tx
+            .send(Ok(Down {
+                kind: Some(down::Kind::Heartbeat(Default::default())),
+            }))
+            .await;
         let _ = self
             .events
             .send(Event::Joined {

@@ -116,6 +116,20 @@ pub async fn connect(
             kind: Some(up::Kind::Proof(Proof { mac: proof })),
         })
         .await;
+    // The parent's answer to the proof: a heartbeat admits this child; a refusal (a place
+    // already taken) must fail here, not as a link that ends without a word.
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, down.message()).await {
+        Err(_) => return Err(refused("no admission within the handshake timeout".into())),
+        Ok(Err(s)) => return Err(refused(s.message().to_string())),
+        Ok(Ok(Some(Down {
+            kind: Some(down::Kind::Heartbeat(_)),
+        }))) => {}
+        Ok(Ok(_)) => {
+            return Err(refused(
+                "its answer to the proof was not an admission".into(),
+            ));
+        }
+    }
     let beat = tx.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(HEARTBEAT);

@@ -1,7 +1,8 @@
 //! The tree network's messages: one bidirectional stream per parent-child link.
 //!
 //! A child (daemon or commnode) opens the `Link` stream to its parent. It sends [`Hello`];
-//! the parent answers [`Challenge`] (its proof plus a nonce); the child answers [`Proof`].
+//! the parent answers [`Challenge`] (its proof plus a nonce); the child answers [`Proof`];
+//! the parent admits it with a [`Heartbeat`] (or ends the stream with its refusal).
 //! Only then does the parent send [`Command`]s down; the child answers each with one reply,
 //! sent as [`ReplyChunk`]s (at most [`MAX_CHUNK`] bytes each) whose concatenated `data` is
 //! the encoded reply message of that command (`SetupReply` for `Setup`, ...). Progress and
