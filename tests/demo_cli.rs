@@ -32,6 +32,8 @@ fn demo_shows_the_three_classes_of_the_hung_ring() {
     let (code, out, err) = parts(&strata(&["demo", "-n", "3", "--interval", "20ms"]));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("job demo-ring-8"), "{out}");
+    // Through the full tree: 4 daemons under a level of 2 commnodes.
+    assert!(err.contains("tree 1 -> 2 -> 4"), "{err}");
     let classes: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.contains("equivalence classes"))

@@ -336,6 +336,43 @@ fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
     }
 }
 
+#[test]
+fn ctrl_c_or_kill_9_of_the_front_end_stops_the_whole_tree_and_frees_the_targets() {
+    let job = MpiJob::ring(8);
+    // Ctrl-C (SIGINT): a shutdown goes down through the commnodes at once.
+    let child = start_long_attach(&job, &["-n", "200"]);
+    let helpers: Vec<i32> = role_processes(child.id(), "daemon")
+        .into_iter()
+        .chain(role_processes(child.id(), "commnode"))
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(helpers.len(), 6);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(child.id() as i32, Signal::SIGINT);
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 130, "{out}\n{err}");
+    assert!(err.contains("every process detached"), "{err}");
+    wait_gone(&helpers);
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+    // kill -9 of the front end: its commnodes and daemons see their links close, detach
+    // and exit by themselves.
+    let child = start_long_attach(&job, &["-n", "200"]);
+    let helpers: Vec<i32> = role_processes(child.id(), "daemon")
+        .into_iter()
+        .chain(role_processes(child.id(), "commnode"))
+        .map(|p| p.0)
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(child.id() as i32, Signal::SIGKILL);
+    let _ = finish(child);
+    wait_gone(&helpers);
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
 /// The TCP port `pid` listens on (from its socket inodes and /proc/net/tcp).
 fn listening_port(pid: i32) -> Option<u16> {
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))

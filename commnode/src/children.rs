@@ -261,6 +261,10 @@ async fn next_up(ups: &mut Streaming<Up>, within: Duration) -> Result<up::Kind, 
         match tokio::time::timeout(within, ups.message()).await {
             Err(_) => return Err(format!("silent for {} s", within.as_secs())),
             // A killed process or a cut network: HTTP/2 reports a broken stream.
+            // tonic refuses a message over the size limit with OutOfRange.
+            Ok(Err(s)) if s.code() == tonic::Code::OutOfRange => {
+                return Err("sent a message over the size limit".into());
+            }
             Ok(Err(_)) => return Err("connection lost (process died or network failed)".into()),
             Ok(Ok(None)) => return Err("connection closed".into()),
             Ok(Ok(Some(Up { kind: None }))) => continue,
