@@ -94,15 +94,6 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             return Ok(Exit::Interrupted);
         }
     };
-    if std::env::var_os("STRATA_TIMINGS").is_some() {
-        for (phase, d) in &gathered.timings {
-            eprintln!("strata: timing: {phase}: {:.3} s", d.as_secs_f64());
-        }
-        eprintln!(
-            "strata: timing: total before rendering: {:.3} s",
-            started.elapsed().as_secs_f64()
-        );
-    }
     let rank_map = &gathered.rank_map;
     report_problems(rank_map);
     if let Some(failure) = nothing_found(rank_map) {
@@ -114,12 +105,16 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         step: None,
         launcher_pid: args.launcher_pid.map(|p| p as u32),
     };
+    let t = std::time::Instant::now();
     let assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
+    let remapped = t.elapsed();
     let mut show_args = args.show;
     if args.json {
         show_args.format = crate::cli::FormatArg::Json;
     }
+    let t = std::time::Instant::now();
     show(&assembled.result, &show_args)?;
+    let rendered = t.elapsed();
     hints(&assembled, args.threads);
     print_stacks(&args.rank, &gathered.stacks, &assembled)?;
     if !args.no_files {
@@ -128,6 +123,18 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             .clone()
             .unwrap_or_else(|| output::default_dir(&assembled.result));
         write_files(&assembled.result, &dir)?;
+    }
+    if std::env::var_os("STRATA_TIMINGS").is_some() {
+        let mut phases = gathered.timings.clone();
+        phases.push(("remap and assemble", remapped));
+        phases.push(("render", rendered));
+        for (phase, d) in phases {
+            eprintln!("strata: timing: {phase}: {:.1} ms", d.as_secs_f64() * 1e3);
+        }
+        eprintln!(
+            "strata: timing: total: {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
     }
     let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
     Ok(if assembled.result.meta.missing.is_empty() && !troubled {

@@ -39,9 +39,17 @@ done
 bench "eu-stack -p, each rank once, sequential" \
     sh -c "for p in $ranks; do eu-stack -p \$p; done"
 
-echo "== phases of 'strata attach -n 1 --daemons 4 --fanout 2' (median of $RUNS)"
-for _ in $(seq "$RUNS"); do
-    STRATA_TIMINGS=1 "$strata" attach --launcher-pid "$mpirun_pid" -n 1 --no-files \
-        --daemons 4 --fanout 2 2>&1 >/dev/null | grep 'timing:'
-done | awk -F': ' '{sub(/ s$/, "", $4); v[$3] = v[$3] " " $4}
-    END {for (k in v) {n = split(v[k], a, " "); asort(a); printf "  %-32s %.3f s\n", k, a[int((n+1)/2)]}}'
+phases() { # label, extra strata arguments...: median of each STRATA_TIMINGS phase
+    local label=$1; shift
+    echo "== phases of 'strata attach -n 1 $label' (medians of $RUNS)"
+    for _ in $(seq "$RUNS"); do
+        STRATA_TIMINGS=1 "$strata" attach --launcher-pid "$mpirun_pid" -n 1 --no-files "$@" \
+            2>&1 >/dev/null | grep 'timing:'
+    done | awk -F': ' '{sub(/ ms$/, "", $4); print $3 "\t" $4}' | sort -t$'\t' -k1,1 -k2,2n \
+        | awk -F'\t' '{v[$1] = v[$1] " " $2; n[$1]++}
+            END {for (k in v) {split(substr(v[k], 2), a, " ");
+                 printf "  %-28s %7.1f ms\n", k, a[int((n[k]+1)/2)]}}'
+}
+phases "(tree 1 -> 1)"
+phases "--daemons 4 --fanout 2 (tree 1 -> 2 -> 4)" --daemons 4 --fanout 2
+phases "--serial" --serial
