@@ -145,7 +145,14 @@ pub async fn run(
         .map_err(|e| SessionError(e.to_string()))?;
 
     let expected = levels[1] as usize;
-    bar.count("connecting", expected as u64);
+    bar.count(
+        if first_role == Role::Daemon {
+            "connecting daemons"
+        } else {
+            "connecting commnodes"
+        },
+        expected as u64,
+    );
     let deadline = Instant::now() + plan.connect_timeout;
     let joined = root.wait_joined(deadline, |n| bar.set(n as u64)).await;
     timings.push(("launch and connect", t0.elapsed()));
