@@ -101,7 +101,8 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
                 send_reply(&up, id, &reply).await
             }
             Action::Sample(s) => {
-                stop.store(false, Ordering::SeqCst);
+                // `stop` stays set from a detach's arrival until that detach is handled, so
+                // a detach queued right behind this sample still cuts it short.
                 let reply = state.sample(s, id, &up, stop.clone()).await;
                 send_reply(&up, id, &reply).await
             }
@@ -120,6 +121,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
             }
             Action::Detach(_) => {
                 state.release().await;
+                stop.store(false, Ordering::SeqCst);
                 send_reply(
                     &up,
                     id,

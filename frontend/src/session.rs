@@ -97,15 +97,18 @@ pub async fn run(
 
     // Signals: a shutdown goes down the tree at once; the session notices at its next step.
     let interrupted: Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>> = Default::default();
+    let woken = Arc::new(tokio::sync::Notify::new());
     {
         let urgent = root.broadcaster();
         let interrupted = interrupted.clone();
+        let woken = woken.clone();
         std::thread::Builder::new()
             .name("strata-interrupt".into())
             .spawn(move || {
                 if let Ok(sig) = signals.recv() {
                     *interrupted.lock().expect("not poisoned") = Some(sig);
                     urgent.send(&shutdown_command());
+                    woken.notify_one();
                 }
             })
             .map_err(|e| SessionError(format!("cannot start a thread: {e}")))?;
@@ -154,7 +157,11 @@ pub async fn run(
         expected as u64,
     );
     let deadline = Instant::now() + plan.connect_timeout;
-    let joined = root.wait_joined(deadline, |n| bar.set(n as u64)).await;
+    // Interruptible: a child that never connects must not hold a Ctrl-C for 20 s.
+    let joined = tokio::select! {
+        n = root.wait_joined(deadline, |n| bar.set(n as u64)) => n,
+        _ = woken.notified() => 0,
+    };
     timings.push(("launch and connect", t0.elapsed()));
     if let Some(sig) = stopped() {
         return Ok(finish_interrupted(&mut root, sig, &bar).await);
@@ -290,12 +297,14 @@ async fn finish_interrupted(
     bar: &Bar,
 ) -> Outcome {
     bar.phase("interrupted: detaching");
+    // Sent again: children that joined after the signal have not had it; the others
+    // answer once and ignore the copy.
     let cmd = shutdown_command();
     let _ = root
         .round(
             &cmd,
             Instant::now() + Duration::from_secs(10),
-            true,
+            false,
             |_, _| {},
         )
         .await;
