@@ -502,3 +502,38 @@ fn bad_tree_options_get_one_line_and_exit_code_2() {
         assert!(!err.trim().is_empty(), "{args:?}: an error message");
     }
 }
+
+/// What daemons report is bounded before the front end allocates per rank: a rank whose
+/// environment claims a job of 100 million ranks gets one line and exit 2, not an
+/// allocation of that size.
+#[test]
+fn an_absurd_job_size_from_a_ranks_environment_is_refused() {
+    let mut launcher = Command::new("sh")
+        .args(["-c", "sleep 30 & wait"])
+        .env("OMPI_COMM_WORLD_RANK", "0")
+        .env("OMPI_COMM_WORLD_SIZE", "100000000")
+        .spawn()
+        .unwrap();
+    let pid = launcher.id() as i32;
+    wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .is_ok_and(|c| !c.trim().is_empty())
+    });
+    let (code, _, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &pid.to_string(),
+        "-n",
+        "1",
+        "--no-files",
+    ]));
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c), Signal::SIGKILL);
+    }
+    let _ = launcher.kill();
+    let _ = launcher.wait();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("claims 100000000 ranks"), "{err}");
+}

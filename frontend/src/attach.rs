@@ -33,7 +33,8 @@ use crate::exit::Exit;
 use crate::interrupt;
 use crate::output;
 use crate::result::{
-    JobInfo, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult, ThreadInfo, rfc3339,
+    JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
+    ThreadInfo, rfc3339,
 };
 use crate::session::{self, Outcome, Plan};
 
@@ -355,6 +356,17 @@ fn assemble(
         .unwrap_or(0);
     let highest = ranks.iter().chain(&dups).max().map_or(0, |r| r + 1);
     let job_size = hinted.max(highest);
+    // Ranks and sizes come from the ranks' environments, through the daemons: bounded
+    // before anything is allocated or walked per rank.
+    if job_size > MAX_JOB_SIZE {
+        return Err(Failure::new(
+            Exit::BadInput,
+            format!(
+                "the job claims {job_size} ranks (a rank or MPI size variable in a rank's \
+                 environment), more than strata handles ({MAX_JOB_SIZE})"
+            ),
+        ));
+    }
     if sampled.notes.len() != ranks.len() {
         return Err(internal(format!(
             "the merged samples cover {} tasks, the rank map {}",
