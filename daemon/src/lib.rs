@@ -8,7 +8,9 @@
 //! Modules: `procfs` and `discovery` (the job's tasks on this node), `capture` (ptrace),
 //! `memory` (reading a target), `images` (its binaries), `unwind` (pure x86-64 CFI
 //! unwinder), `stacks` (capture + unwind), `symbols` (source frames, demangled, from
-//! embedded or separate debug info) and `sampler` (samples into local prefix trees).
+//! embedded or separate debug info), `sampler` (samples into local prefix trees),
+//! `stack_text` (a process's stacks as text) and `agent` (the daemon's end of the tree
+//! network: commands in, trees and rank maps out).
 
 pub mod agent;
 pub mod capture;

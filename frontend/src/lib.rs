@@ -1,7 +1,9 @@
 //! The strata front end: the `strata` command, the result file and its renderings.
 //!
-//! Sampling and the tree network arrive in later issues; today the front end reads saved
-//! results (`strata view`) and renders them.
+//! `cli` parses; `attach` runs an attach (`session`: the front end as the tree network's
+//! root, launching commnodes and daemons and driving their commands); `roles` are the
+//! `strata daemon` / `strata commnode` entry points; `result`, `render` and `output` are the
+//! result file and its renderings; `demo` and `dump` the other subcommands.
 
 pub mod attach;
 pub mod cli;
