@@ -218,7 +218,7 @@ fn ctrl_c_and_kill_9_while_sampling_leave_targets_running() {
                 "--pids",
                 &pid,
                 "-n",
-                "1000",
+                "5000",
                 "--interval",
                 "5ms",
                 "--no-files",
@@ -243,8 +243,10 @@ fn ctrl_c_and_kill_9_while_sampling_leave_targets_running() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Not a performance bound: sampling to the end would take over 25 s, so this tells a
+    // Ctrl-C that was honoured from one that was not, on however slow a machine.
     assert!(
-        asked.elapsed() < Duration::from_secs(2),
+        asked.elapsed() < Duration::from_secs(10),
         "Ctrl-C took {:?}",
         asked.elapsed()
     );
