@@ -42,6 +42,9 @@ pub struct Place {
     pub daemons: u32,
 }
 
+/// How long a daemon looks again for a Slurm job's tasks that are not visible yet.
+const SLURM_RETRY: Duration = Duration::from_secs(3);
+
 /// Longest a hold lasts even if no release comes (the front end died, say).
 const MAX_HOLD: Duration = Duration::from_secs(600);
 
@@ -187,6 +190,10 @@ impl State {
         let selector = match s.target {
             Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as Pid).collect()),
             Some(Target::LauncherPid(p)) => Selector::Launcher(p as Pid),
+            Some(Target::Slurm(t)) => Selector::Slurm {
+                job: t.job,
+                step: t.step,
+            },
             None => {
                 return self.failed_setup("the setup named no target".into(), ErrorKind::Internal);
             }
@@ -200,9 +207,23 @@ impl State {
             self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions { debug_dirs })));
         }
         let (index, host, share) = (self.index, self.host.clone(), s.share);
-        let joined =
-            tokio::task::spawn_blocking(move || rank_map(index, &host, &selector, &opts, share))
-                .await;
+        let joined = tokio::task::spawn_blocking(move || {
+            // A job's tasks may not be visible yet right after it started (srun launches
+            // them node by node): look again for a few seconds before reporting none.
+            let retry_until = std::time::Instant::now() + SLURM_RETRY;
+            loop {
+                let (reply, tasks) = rank_map(index, &host, &selector, &opts, share);
+                let empty = reply.daemons.iter().all(|d| d.tasks.is_empty());
+                if !empty
+                    || !matches!(selector, Selector::Slurm { .. })
+                    || std::time::Instant::now() >= retry_until
+                {
+                    return (reply, tasks);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+        .await;
         match joined {
             Ok((reply, tasks)) => {
                 self.last = vec![None; tasks.len()];

@@ -20,10 +20,11 @@ use strata_filters::wire::{self, Limits};
 use strata_filters::{Frame, IndexMap, Special, remap};
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
+use strata_launcher::slurm::{self, SlurmError, SlurmJob, SlurmLauncher};
 use strata_launcher::topology::Topology;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, StacksReply, TaskNote,
+    ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, SlurmTarget, StacksReply, TaskNote,
     setup::Target,
 };
 
@@ -44,13 +45,7 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
 
 /// [`run`], with the job named `job_name` instead of after its launcher or first process.
 pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
-    if args.rm == ResourceManager::Slurm {
-        return Err(Failure::new(
-            Exit::BadInput,
-            "--rm slurm is not available in this version of strata: attach on the node that \
-             runs the ranks with --launcher-pid or --pids (--rm local)",
-        ));
-    }
+    let place = where_to_attach(&args)?;
     // Before any thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
@@ -58,9 +53,13 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let target = match args.launcher_pid {
-        Some(pid) => Target::LauncherPid(pid as u32),
-        None => Target::Pids(PidList {
+    let target = match (&place, args.launcher_pid) {
+        (Place::Slurm { job, step }, _) => Target::Slurm(SlurmTarget {
+            job: job.id,
+            step: *step,
+        }),
+        (Place::Local, Some(pid)) => Target::LauncherPid(pid as u32),
+        (Place::Local, None) => Target::Pids(PidList {
             pids: args.pids.iter().map(|&p| p as u32).collect(),
         }),
     };
@@ -86,7 +85,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     let gathered = if args.serial {
         serial(setup, &sample, &args, signals)?
     } else {
-        tree(setup, sample.clone(), &args, signals, progress)?
+        tree(setup, sample.clone(), &args, &place, signals, progress)?
     };
     let gathered = match gathered {
         Outcome::Done(g) => g,
@@ -100,11 +99,19 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     if let Some(failure) = nothing_found(rank_map) {
         return Err(failure);
     }
-    let job = JobInfo {
-        id: job_name.unwrap_or_else(|| job_id(&args, rank_map)),
-        resource_manager: "local".to_string(),
-        step: None,
-        launcher_pid: args.launcher_pid.map(|p| p as u32),
+    let job = match &place {
+        Place::Slurm { job, step } => JobInfo {
+            id: job.id.to_string(),
+            resource_manager: "slurm".to_string(),
+            step: step.map(|s| format!("{}.{s}", job.id)),
+            launcher_pid: None,
+        },
+        Place::Local => JobInfo {
+            id: job_name.unwrap_or_else(|| job_id(&args, rank_map)),
+            resource_manager: "local".to_string(),
+            step: None,
+            launcher_pid: args.launcher_pid.map(|p| p as u32),
+        },
     };
     let t = std::time::Instant::now();
     let assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
@@ -145,21 +152,125 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     })
 }
 
+/// Where the job runs, as the options and the resource manager say.
+enum Place {
+    /// On this host (`--pids`, `--launcher-pid`).
+    Local,
+    /// A Slurm job; `step` as chosen (`None`: every step).
+    Slurm { job: SlurmJob, step: Option<u32> },
+}
+
+/// Checks the options against each other and looks a job id up.
+fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
+    let bad = |m: &str| Err(Failure::new(Exit::BadInput, m.to_string()));
+    let Some(text) = &args.job else {
+        if args.rm == Some(ResourceManager::Slurm) {
+            return bad("--rm slurm needs a job id: strata attach JOBID");
+        }
+        return Ok(Place::Local);
+    };
+    if args.rm == Some(ResourceManager::Local) {
+        return bad(
+            "a job id needs a resource manager (--rm slurm); on the ranks' host, --rm local \
+             takes --launcher-pid or --pids",
+        );
+    }
+    if args.daemons.is_some() {
+        return bad("under Slurm strata starts one daemon per node of the job: drop --daemons");
+    }
+    let (id, step_in_id) = match text.split_once('.') {
+        Some((j, s)) => (j, Some(s)),
+        None => (text.as_str(), None),
+    };
+    let id: u32 = id.trim().parse().map_err(|_| {
+        Failure::new(
+            Exit::BadInput,
+            format!("'{text}' is not a job id (a number, or JOB.STEP)"),
+        )
+    })?;
+    let step_in_id = match step_in_id {
+        Some(s) => Some(s.trim().parse::<u32>().map_err(|_| {
+            Failure::new(
+                Exit::BadInput,
+                format!("'{text}': the step is not a number"),
+            )
+        })?),
+        None => None,
+    };
+    if step_in_id.is_some() && args.step.is_some() && step_in_id != args.step {
+        return bad("the job id names one step and --step another");
+    }
+    if args.rm.is_none() && !slurm::available() {
+        return Err(Failure::new(
+            Exit::NotFound,
+            format!(
+                "job {id}: no resource manager answers here (squeue does not work): run \
+                 strata where Slurm's commands work, or attach with --launcher-pid or --pids"
+            ),
+        ));
+    }
+    let job = slurm::lookup(id, nix::unistd::getuid().as_raw()).map_err(slurm_failure)?;
+    let step = job
+        .choose_step(step_in_id.or(args.step))
+        .map_err(slurm_failure)?;
+    if job.steps.len() > 1 && step_in_id.or(args.step).is_none() {
+        eprintln!(
+            "strata: job {id} has steps {}: sampling step {id}.{} (the most tasks; --step \
+             chooses another)",
+            job.describe_steps(),
+            step.unwrap_or(0)
+        );
+    }
+    Ok(Place::Slurm { job, step })
+}
+
+fn slurm_failure(e: SlurmError) -> Failure {
+    let exit = match &e {
+        SlurmError::NotFound(_)
+        | SlurmError::Finished(..)
+        | SlurmError::Pending(..)
+        | SlurmError::NotConfigured(_) => Exit::NotFound,
+        SlurmError::OtherUser { .. } => Exit::PermissionDenied,
+        SlurmError::NoSuchStep { .. } => Exit::BadInput,
+        SlurmError::Failed(_) => Exit::Internal,
+    };
+    Failure::new(exit, e.to_string())
+}
+
 /// Through the tree: launch, connect, command, merge.
 fn tree(
     setup: Setup,
     sample: Sample,
     args: &AttachArgs,
+    place: &Place,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     progress: bool,
 ) -> Result<Outcome, Failure> {
-    let topology = Topology::choose(args.daemons, args.fanout, args.depth)
+    let daemons = match place {
+        Place::Local => args.daemons.unwrap_or(1),
+        Place::Slurm { job, .. } => job.nodes,
+    };
+    let topology = Topology::choose(daemons, args.fanout, args.depth)
         .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
     let key = SessionKey::generate()
         .map_err(|e| Failure::new(Exit::Internal, format!("no random session key: {e}")))?;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::new(Exit::Internal, format!("cannot find strata's binary: {e}")))?;
-    let mut launcher = LocalLauncher::new(exe, key.to_hex());
+    let (mut launcher, share): (Box<dyn Launcher>, u32) = match place {
+        Place::Local => (
+            Box::new(LocalLauncher::new(exe, key.to_hex())),
+            topology.daemons(),
+        ),
+        Place::Slurm { job, .. } => (
+            Box::new(SlurmLauncher::new(
+                job.clone(),
+                exe,
+                key.to_hex(),
+                slurm::front_end_address(),
+            )),
+            0,
+        ),
+    };
     let commnodes: u32 = topology.commnode_levels().iter().sum();
     eprintln!(
         "strata: tree {} ({} commnode(s), {} daemon(s), {} launcher)",
@@ -169,10 +280,7 @@ fn tree(
         launcher.name(),
     );
     let plan = Plan {
-        setup: Setup {
-            share: topology.daemons(),
-            ..setup
-        },
+        setup: Setup { share, ..setup },
         topology,
         sample,
         stacks_of: args.rank.clone(),
@@ -184,7 +292,7 @@ fn tree(
         .enable_all()
         .build()
         .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))?;
-    let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
+    let outcome = runtime.block_on(session::run(plan, launcher.as_mut(), key, signals));
     // Closes every link: the tree's processes, their shutdown answered, exit on that.
     drop(runtime);
     launcher.reap(Duration::from_secs(5));
@@ -202,7 +310,7 @@ fn serial(
     let selector = match setup.target {
         Some(Target::LauncherPid(p)) => Selector::Launcher(p as i32),
         Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as i32).collect()),
-        None => unreachable!("attach always names a target"),
+        Some(Target::Slurm(_)) | None => unreachable!("--serial takes --pids or --launcher-pid"),
     };
     let opts = discovery::Options::for_current_process();
     let host = strata_proto::link::hostname();
@@ -237,7 +345,14 @@ fn serial(
 /// Discovery problems, once each (daemons on one host see the same processes).
 fn report_problems(rank_map: &SetupReply) {
     let mut seen = BTreeSet::new();
+    let any_task = rank_map.daemons.iter().any(|d| !d.tasks.is_empty());
     for d in &rank_map.daemons {
+        // A daemon that found nothing while others did (a node of the job without ranks).
+        if let (Some(e), true) = (&d.error, any_task)
+            && seen.insert(e.clone())
+        {
+            eprintln!("strata: warning: daemon {} on {}: {e}", d.index, d.host);
+        }
         for p in &d.problems {
             if seen.insert(p.clone()) {
                 eprintln!("strata: warning: {p}");

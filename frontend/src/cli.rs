@@ -75,14 +75,22 @@ pub enum Command {
 pub enum ResourceManager {
     /// Processes on this host.
     Local,
-    /// A Slurm job's nodes (not available yet).
+    /// A Slurm job's nodes: one daemon per node through `srun`.
     Slurm,
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["pids", "launcher_pid"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
 pub struct AttachArgs {
-    /// The ranks' process ids, in rank order (serial mode: rank i is the i-th pid).
+    /// The resource manager's job id (Slurm: `1234`, or `1234.0` for one step): strata
+    /// starts a daemon on each of the job's nodes.
+    #[arg(value_name = "JOBID")]
+    pub job: Option<String>,
+    /// The step to sample (default: the whole job when it has one step, else the step with
+    /// the most tasks).
+    #[arg(long, value_name = "STEP", requires = "job")]
+    pub step: Option<u32>,
+    /// The ranks' process ids on this host, in rank order (rank i is the i-th pid).
     #[arg(long, value_delimiter = ',', value_name = "PID,...")]
     pub pids: Vec<i32>,
     /// A launcher on this host (mpirun, prterun, mpiexec, srun): its descendants that
@@ -114,13 +122,15 @@ pub struct AttachArgs {
     /// scripts; no progress bar.
     #[arg(long)]
     pub json: bool,
-    /// The resource manager that starts the daemons.
-    #[arg(long, value_enum, default_value = "local")]
-    pub rm: ResourceManager,
-    /// Daemons to start; with the local resource manager they split this host's ranks
-    /// among them (to run a real multi-level tree on one machine).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
-    pub daemons: u32,
+    /// The resource manager that starts the daemons (default: slurm for a job id, local
+    /// for --pids and --launcher-pid).
+    #[arg(long, value_enum)]
+    pub rm: Option<ResourceManager>,
+    /// Daemons to start with the local resource manager (default 1): they split this
+    /// host's ranks among them (to run a real multi-level tree on one machine). Under
+    /// Slurm there is one daemon per node of the job.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub daemons: Option<u32>,
     /// Most children per tree node (default: the shallowest tree with at most 64).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
     pub fanout: Option<u32>,
@@ -128,7 +138,7 @@ pub struct AttachArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub depth: Option<u32>,
     /// Sample in this process, without daemons or a tree (for comparison and debugging).
-    #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth"])]
+    #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth", "job"])]
     pub serial: bool,
     #[command(flatten)]
     pub show: ShowArgs,

@@ -1,11 +1,15 @@
 //! Starting the tree: its shape ([`topology`]) and the resource-manager back ends that
-//! launch commnodes and daemons ([`local`] today; Slurm next; Flux, PBS and LSF would be
-//! further implementations of [`Launcher`]).
+//! launch commnodes and daemons: [`local`] (processes on this host) and [`slurm`] (one
+//! `srun` into the job's allocation). Flux (`flux run`/`flux exec` into a job), PBS
+//! (`pbsdsh`, or `mpiexec` of PBS Pro into the job) and LSF (`blaunch`) fit the same
+//! [`Launcher`] trait: look the job up, start one daemon per node in one launch, let each
+//! daemon derive its index from the node's rank in the launch. Not built.
 
 use std::net::SocketAddr;
 use std::ops::Range;
 
 pub mod local;
+pub mod slurm;
 pub mod topology;
 
 pub use strata_proto::auth::KEY_ENV;
@@ -20,6 +24,8 @@ pub trait Launcher {
     fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError>;
     /// Starts every daemon, in one launch where the resource manager allows it.
     fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError>;
+    /// After the session: waits up to `grace` for what was started to exit, then ends it.
+    fn reap(&mut self, grace: std::time::Duration);
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -49,7 +49,7 @@ impl LocalLauncher {
     }
 
     /// Waits up to `grace` for every started process to exit, then kills the rest.
-    pub fn reap(&mut self, grace: Duration) {
+    fn reap_all(&mut self, grace: Duration) {
         let end = Instant::now() + grace;
         for c in &mut self.children {
             loop {
@@ -70,13 +70,17 @@ impl LocalLauncher {
 
 impl Drop for LocalLauncher {
     fn drop(&mut self) {
-        self.reap(Duration::from_secs(3));
+        self.reap_all(Duration::from_secs(3));
     }
 }
 
 impl Launcher for LocalLauncher {
     fn name(&self) -> &'static str {
         "local"
+    }
+
+    fn reap(&mut self, grace: Duration) {
+        self.reap_all(grace);
     }
 
     fn listen_host(&self) -> String {

@@ -175,7 +175,7 @@ pub struct Setup {
     /// The user who started the session: daemons use only tasks this user owns.
     #[prost(uint32, tag = "1")]
     pub uid: u32,
-    #[prost(oneof = "setup::Target", tags = "2, 3")]
+    #[prost(oneof = "setup::Target", tags = "2, 3, 6")]
     pub target: Option<setup::Target>,
     /// Daemons on one host split the tasks they find: daemon `i` of `share` takes the
     /// `i`-th block in rank order (the local launcher). 0 or 1: each takes all.
@@ -195,7 +195,19 @@ pub mod setup {
         /// A launcher's pid: its descendants with an MPI rank.
         #[prost(uint32, tag = "3")]
         LauncherPid(u32),
+        /// A Slurm job (and step): its processes on the daemon's node.
+        #[prost(message, tag = "6")]
+        Slurm(super::SlurmTarget),
     }
+}
+
+/// The processes of a Slurm job on a node: every step's, or one step's.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SlurmTarget {
+    #[prost(uint32, tag = "1")]
+    pub job: u32,
+    #[prost(uint32, optional, tag = "2")]
+    pub step: Option<u32>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
