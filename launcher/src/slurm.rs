@@ -58,17 +58,53 @@ pub enum SlurmError {
     Failed(String),
 }
 
+/// How long a Slurm client command may take: without a reachable configuration they retry
+/// for a minute before failing.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(8);
+
 /// Runs a Slurm client command; `Err` carries its first stderr line.
 fn slurm_command(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("{program}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    // Read both pipes on threads so a chatty command cannot block on a full pipe.
+    let mut out_pipe = child.stdout.take().expect("piped");
+    let mut err_pipe = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
+        s
+    });
+    let end = Instant::now() + CLIENT_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= end => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program} did not answer within {} s",
+                    CLIENT_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("{program}: {e}")),
+        }
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    if status.success() {
+        Ok(out)
     } else {
-        let err = String::from_utf8_lossy(&out.stderr);
         Err(err
             .lines()
             .find(|l| !l.trim().is_empty())
@@ -117,19 +153,19 @@ pub fn lookup(id: u32, uid: u32) -> Result<SlurmJob, SlurmError> {
         reason: f[7].to_string(),
         steps: Vec::new(),
     };
-    match j.state.as_str() {
-        "RUNNING" | "SUSPENDED" | "COMPLETING" | "STOPPED" => {}
-        "PENDING" | "CONFIGURING" | "REQUEUED" | "RESIZING" => {
-            return Err(SlurmError::Pending(id, j.reason.clone()));
-        }
-        other => return Err(SlurmError::Finished(id, other.to_string())),
-    }
     if j.uid != uid {
         return Err(SlurmError::OtherUser {
             job: id,
             user: j.user.clone(),
             uid: j.uid,
         });
+    }
+    match j.state.as_str() {
+        "RUNNING" | "SUSPENDED" | "COMPLETING" | "STOPPED" => {}
+        "PENDING" | "CONFIGURING" | "REQUEUED" | "RESIZING" => {
+            return Err(SlurmError::Pending(id, j.reason.clone()));
+        }
+        other => return Err(SlurmError::Finished(id, other.to_string())),
     }
     let steps = slurm_command("squeue", &["-h", "-s", "-j", &job, "-o", "%i|%A"])
         .map_err(|e| classify(id, e))?;
@@ -141,6 +177,8 @@ fn classify(id: u32, stderr: String) -> SlurmError {
     if stderr.contains("Invalid job id") {
         SlurmError::NotFound(id)
     } else if stderr.contains("No such file")
+        || stderr.contains("did not answer")
+        || stderr.contains("cannot stat")
         || stderr.contains("Unable to contact")
         || stderr.contains("configuration")
         || stderr.contains("Could not")

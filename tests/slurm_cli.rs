@@ -1,0 +1,305 @@
+//! `strata attach JOBID` on a real Slurm cluster: 4 slurmd nodes, each in its own
+//! namespaces (hostnames n1..n4, their own /proc), started by `tests/slurm/up.sh`. Hung
+//! Open MPI rings launched by `srun --mpi=pmix` and by `mpirun` inside `sbatch`; bad job
+//! ids; a daemon killed on one node. Every rank is checked to be running and untraced
+//! afterwards (through the host's view of the nodes' processes).
+
+#[path = "support/mpi.rs"]
+mod mpi;
+#[path = "support/slurm.rs"]
+mod slurm;
+mod support;
+#[path = "support/target.rs"]
+mod target;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mpi::assert_ring_classes;
+use slurm::{SLURM_CONF, SlurmJob, cluster, sbatch_mpirun_ring, slurm_out, srun_ring};
+use support::{parts, strata_bin};
+use target::wait_for;
+
+/// `strata attach ARGS...` with the test cluster's configuration.
+fn strata_slurm(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(strata_bin())
+        .args(args)
+        .env("SLURM_CONF", SLURM_CONF)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    parts(&out)
+}
+
+/// The pids (in the host's pid namespace) of the job's rank processes, and of the strata
+/// daemons of a session, found through their environments.
+fn job_processes(
+    job: u32,
+    role_daemon: bool,
+) -> Vec<(i32, std::collections::HashMap<String, String>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let env: std::collections::HashMap<String, String> = env
+            .split(|&b| b == 0)
+            .filter_map(|kv| {
+                let kv = String::from_utf8_lossy(kv);
+                let (k, v) = kv.split_once('=')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect();
+        if env.get("SLURM_JOB_ID").map(String::as_str) != Some(&job.to_string()) {
+            continue;
+        }
+        let is_daemon = env.get("STRATA_ROLE").map(String::as_str) == Some("daemon");
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if role_daemon && is_daemon && comm.trim() == "strata" {
+            found.push((pid, env));
+        } else if !role_daemon && !is_daemon && comm.trim() == "mpi_ring" {
+            found.push((pid, env));
+        }
+    }
+    found
+}
+
+/// Every rank of the job runs and is not traced.
+fn assert_ranks_free(job: &SlurmJob) {
+    let ranks = job_processes(job.id, false);
+    assert_eq!(ranks.len(), 8, "8 rank processes expected: {ranks:?}");
+    for (pid, _) in ranks {
+        target::assert_free(pid);
+    }
+}
+
+fn check_hosts(out: &str, job: &SlurmJob) {
+    let v: serde_json::Value = serde_json::from_str(out).expect("--json");
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8, "{out}");
+    for r in ranks {
+        let rank = r["rank"].as_u64().unwrap() as usize;
+        assert_eq!(
+            r["host"].as_str().unwrap(),
+            job.hosts[rank],
+            "rank {rank}'s host as the rank itself printed it"
+        );
+    }
+    assert_eq!(v["job"]["id"], job.id.to_string());
+    assert_eq!(v["job"]["resource_manager"], "slurm");
+}
+
+#[test]
+fn srun_ring_across_four_nodes_by_job_id() {
+    let _cluster = cluster();
+    let job = srun_ring();
+    let id = job.id.to_string();
+    let (code, out, err) =
+        strata_slurm(&["attach", &id, "-n", "3", "--interval", "50ms", "--no-files"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_ring_classes(&out, 8);
+    assert!(err.contains("tree 1 -> 4"), "one daemon per node: {err}");
+    // The hosts of the ranks are the nodes', as each rank saw its own.
+    let (code, out, err) = strata_slurm(&["attach", &id, "-n", "2", "--json", "--no-files"]);
+    assert_eq!(code, 0, "{err}");
+    check_hosts(&out, &job);
+    // Through a commnode level too, and with the step named.
+    let step = format!("{id}.0");
+    let (code, out, err) =
+        strata_slurm(&["attach", &step, "-n", "2", "--fanout", "2", "--no-files"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ring_classes(&out, 8);
+    assert!(err.contains("tree 1 -> 2 -> 4"), "{err}");
+    assert_ranks_free(&job);
+    // The daemons' step is gone: nothing of strata stays in the job.
+    wait_for(Duration::from_secs(20), || {
+        job_processes(job.id, true).is_empty()
+    });
+}
+
+#[test]
+fn mpirun_inside_sbatch_by_job_id() {
+    let _cluster = cluster();
+    let job = sbatch_mpirun_ring();
+    let id = job.id.to_string();
+    let (code, out, err) = strata_slurm(&[
+        "attach",
+        &id,
+        "-n",
+        "3",
+        "--interval",
+        "50ms",
+        "--json",
+        "--no-files",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    check_hosts(&out, &job);
+    let (code, text, err) = strata_slurm(&["attach", &id, "-n", "2", "--no-files"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ring_classes(&text, 8);
+    assert_ranks_free(&job);
+}
+
+#[test]
+fn bad_job_ids_get_one_line_and_their_exit_code() {
+    let _cluster = cluster();
+    let one_line = |err: &str| {
+        assert_eq!(
+            err.lines().filter(|l| l.contains("error")).count(),
+            1,
+            "{err}"
+        );
+    };
+    // Does not exist.
+    let (code, _, err) = strata_slurm(&["attach", "999999", "--no-files"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("999999 does not exist"), "{err}");
+    one_line(&err);
+    // Has ended.
+    let out = slurm::slurm("srun")
+        .args(["-N1", "-n1", "--mpi=none", "sh", "-c", "echo $SLURM_JOB_ID"])
+        .output()
+        .unwrap();
+    let ended = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (code, _, err) = strata_slurm(&["attach", &ended, "--no-files"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("has ended") || err.contains("does not exist"),
+        "{err}"
+    );
+    one_line(&err);
+    // Still pending.
+    let pending = slurm_out(
+        "sbatch",
+        &[
+            "--parsable",
+            "--begin=now+1hour",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    let (code, _, err) = strata_slurm(&["attach", &pending, "--no-files"]);
+    let _ = slurm::slurm("scancel").arg(&pending).status();
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("still pending"), "{err}");
+    one_line(&err);
+    // Another user's.
+    let theirs = {
+        let out = slurm::slurm("runuser")
+            .args([
+                "-u",
+                "nobody",
+                "--",
+                "sbatch",
+                "--parsable",
+                "--chdir=/tmp",
+                "-o",
+                "/dev/null",
+            ])
+            .args(["--begin=now+1hour", "--wrap", "true"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let (code, _, err) = strata_slurm(&["attach", &theirs, "--no-files"]);
+    let _ = slurm::slurm("scancel").arg(&theirs).status();
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains("belongs to nobody"), "{err}");
+    one_line(&err);
+    // Not a job id; a job id with --rm local; no Slurm configured here.
+    let (code, _, err) = strata_slurm(&["attach", "12x", "--no-files"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = strata_slurm(&["attach", "12", "--rm", "local", "--no-files"]);
+    assert_eq!(code, 2, "{err}");
+    let out = Command::new(strata_bin())
+        .args(["attach", "12", "--no-files"])
+        .env("SLURM_CONF", "/nonexistent/slurm.conf")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let (code, _, err) = parts(&out);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("no resource manager answers here"), "{err}");
+}
+
+#[test]
+fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
+    let _cluster = cluster();
+    let job = srun_ring();
+    let id = job.id.to_string();
+    let child = Command::new(strata_bin())
+        .args([
+            "attach",
+            &id,
+            "-n",
+            "40",
+            "--interval",
+            "100ms",
+            "--json",
+            "--no-files",
+        ])
+        .env("SLURM_CONF", SLURM_CONF)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The daemon of the job's third node (SLURM_NODEID 2).
+    let mut victim = None;
+    wait_for(Duration::from_secs(20), || {
+        victim = job_processes(job.id, true)
+            .into_iter()
+            .find(|(_, env)| env.get("SLURM_NODEID").map(String::as_str) == Some("2"))
+            .map(|(pid, _)| pid);
+        victim.is_some()
+    });
+    // The rank map is gathered within a second of the launch; sampling takes 4 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim.unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (code, out, err) = parts(&child.wait_with_output().unwrap());
+    assert_eq!(code, 4, "partial result expected:\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let missing = v["missing"].as_array().unwrap();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    // That node's ranks, as the ranks printed their hosts.
+    let node = job.hosts.iter().collect::<std::collections::BTreeSet<_>>();
+    let third = node.iter().nth(2).unwrap().to_string();
+    let expected: Vec<String> = (0..8)
+        .filter(|&r| job.hosts[r] == third)
+        .map(|r| r.to_string())
+        .collect();
+    let named = missing[0]["ranks"].as_str().unwrap();
+    let named: Vec<String> = strata_ranks(named);
+    assert_eq!(named, expected, "exactly the ranks of {third}: {missing:?}");
+    assert!(
+        missing[0]["reason"].as_str().unwrap().contains("daemon 2"),
+        "{missing:?}"
+    );
+    assert_ranks_free(&job);
+}
+
+/// `2-3` or `2,5` as rank strings.
+fn strata_ranks(text: &str) -> Vec<String> {
+    text.split(',')
+        .flat_map(|part| match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().unwrap(), b.parse().unwrap());
+                (a..=b).map(|r| r.to_string()).collect::<Vec<_>>()
+            }
+            None => vec![part.to_string()],
+        })
+        .collect()
+}
