@@ -23,8 +23,13 @@ fi
 # - libc6-dbg: libc's separate debug file (by build-id, compressed sections), which the
 #   symbolization tests read and compare with eu-stack's;
 # - openmpi-bin, libopenmpi-dev, gfortran: `strata attach` is tested on hung Open MPI jobs
-#   in C and in Fortran.
-PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev)
+#   in C and in Fortran;
+# - slurm-wlm, munge, libpmix-dev: `strata attach JOBID` is tested on a real 4-node Slurm
+#   cluster that tests/slurm/up.sh starts on this machine (each node in its own namespaces)
+#   and this script stops at the end (tests/slurm/down.sh); Slurm's pmix plugin loads
+#   libpmix from libpmix-dev.
+PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev
+          slurm-wlm munge libpmix-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -50,7 +55,8 @@ cargo build --workspace --all-targets --locked
 say "tests"
 # CI=true keeps insta from writing new snapshots: a changed rendering fails the run.
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The Slurm tests start the test cluster on first use; it is stopped whatever happens.
+trap 'rm -f "$log"; bash tests/slurm/down.sh > /dev/null 2>&1 || true' EXIT
 set +e
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

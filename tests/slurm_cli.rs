@@ -58,9 +58,12 @@ fn job_processes(
         }
         let is_daemon = env.get("STRATA_ROLE").map(String::as_str) == Some("daemon");
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if role_daemon && is_daemon && comm.trim() == "strata" {
-            found.push((pid, env));
-        } else if !role_daemon && !is_daemon && comm.trim() == "mpi_ring" {
+        let wanted = if role_daemon {
+            is_daemon && comm.trim() == "strata"
+        } else {
+            !is_daemon && comm.trim() == "mpi_ring"
+        };
+        if wanted {
             found.push((pid, env));
         }
     }

@@ -148,7 +148,10 @@ pub fn srun_ring() -> SlurmJob {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ring.out");
     let name = unique_name("srun");
-    slurm("setsid")
+    // setsid: srun in a session of its own, out of the test's process group. It is not
+    // waited on here: it ends when the job is cancelled (SlurmJob's drop), and the child
+    // handle is reaped by a thread.
+    let mut srun = slurm("setsid")
         .args(["srun", "-N4", "-n8", "--mpi=pmix", "-J", &name])
         .arg(&ring)
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
@@ -157,6 +160,7 @@ pub fn srun_ring() -> SlurmJob {
         .stderr(Stdio::null())
         .spawn()
         .expect("srun (slurm-client)");
+    std::thread::spawn(move || srun.wait());
     let id = job_named(&name);
     let hosts = wait_for_ranks(&out, 8, "the srun ring");
     SlurmJob {
