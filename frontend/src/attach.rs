@@ -45,7 +45,9 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
 
 /// [`run`], with the job named `job_name` instead of after its launcher or first process.
 pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
+    let looked_up = std::time::Instant::now();
     let place = where_to_attach(&args)?;
+    let lookup = looked_up.elapsed();
     // Before any thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
@@ -81,7 +83,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             .collect(),
     };
     let progress = std::io::stderr().is_terminal() && !args.json;
-    let started = std::time::Instant::now();
+    let started = looked_up;
     let gathered = if args.serial {
         serial(setup, &sample, &args, signals)?
     } else {
@@ -133,7 +135,8 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         write_files(&assembled.result, &dir)?;
     }
     if std::env::var_os("STRATA_TIMINGS").is_some() {
-        let mut phases = gathered.timings.clone();
+        let mut phases = vec![("job lookup", lookup)];
+        phases.extend(gathered.timings.iter().cloned());
         phases.push(("remap and assemble", remapped));
         phases.push(("render", rendered));
         for (phase, d) in phases {
