@@ -70,6 +70,22 @@ fn job_processes(
     found
 }
 
+/// Processes of strata (any role) that carry the job's id.
+fn strata_in_job(job: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let p = e.path();
+            std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == "strata")
+                && std::fs::read(p.join("environ")).is_ok_and(|env| {
+                    env.split(|&b| b == 0)
+                        .any(|kv| kv == format!("SLURM_JOB_ID={job}").as_bytes())
+                })
+        })
+        .count()
+}
+
 /// Every rank of the job runs and is not traced.
 fn assert_ranks_free(job: &SlurmJob) {
     let ranks = job_processes(job.id, false);
@@ -116,10 +132,24 @@ fn srun_ring_across_four_nodes_by_job_id() {
     assert_eq!(code, 0, "{err}");
     assert_ring_classes(&out, 8);
     assert!(err.contains("tree 1 -> 2 -> 4"), "{err}");
+    // The commnodes inside the allocation (one more srun), listening on their nodes.
+    let (code, out, err) = strata_slurm(&[
+        "attach",
+        &id,
+        "-n",
+        "2",
+        "--fanout",
+        "2",
+        "--commnodes-in-job",
+        "--no-files",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_ring_classes(&out, 8);
+    assert!(err.contains("2 commnode(s) in the job"), "{err}");
     assert_ranks_free(&job);
-    // The daemons' step is gone: nothing of strata stays in the job.
+    // The daemons' and commnodes' steps are gone: nothing of strata stays in the job.
     wait_for(Duration::from_secs(20), || {
-        job_processes(job.id, true).is_empty()
+        job_processes(job.id, true).is_empty() && strata_in_job(job.id) == 0
     });
 }
 

@@ -269,14 +269,20 @@ fn tree(
                 job.clone(),
                 exe,
                 key.to_hex(),
-                slurm::front_end_address(),
+                slurm::this_host_address(),
+                args.commnodes_in_job,
             )),
             0,
         ),
     };
     let commnodes: u32 = topology.commnode_levels().iter().sum();
+    let inside = if args.commnodes_in_job && commnodes > 0 {
+        " in the job"
+    } else {
+        ""
+    };
     eprintln!(
-        "strata: tree {} ({} commnode(s), {} daemon(s), {} launcher)",
+        "strata: tree {} ({} commnode(s){inside}, {} daemon(s), {} launcher)",
         topology.describe(),
         commnodes,
         topology.daemons(),

@@ -137,6 +137,10 @@ pub struct AttachArgs {
     /// Edges from the front end to a daemon (1: no commnodes).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub depth: Option<u32>,
+    /// With a job id: run the commnodes inside the job's allocation too (one more launch),
+    /// not on this host.
+    #[arg(long, requires = "job")]
+    pub commnodes_in_job: bool,
     /// Sample in this process, without daemons or a tree (for comparison and debugging).
     #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth", "job"])]
     pub serial: bool,

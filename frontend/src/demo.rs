@@ -50,6 +50,7 @@ pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
         daemons: Some(args.daemons.min(n)),
         job: None,
         step: None,
+        commnodes_in_job: false,
         fanout: Some(args.fanout),
         depth: None,
         serial: false,

@@ -25,22 +25,54 @@ pub struct DaemonArgs {
     pub index: Option<u32>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub struct CommnodeArgs {
-    #[arg(long)]
-    pub parent: String,
-    #[arg(long)]
-    pub index: u32,
+    #[arg(long, required_unless_present = "in_job")]
+    pub parent: Option<String>,
+    #[arg(long, required_unless_present = "in_job")]
+    pub index: Option<u32>,
     /// Children's indices, `first-end` (end exclusive).
-    #[arg(long, value_parser = parse_range)]
-    pub children: Range<u32>,
-    #[arg(long, value_parser = ["daemon", "commnode"])]
-    pub child_role: String,
+    #[arg(long, value_parser = parse_range, required_unless_present = "in_job")]
+    pub children: Option<Range<u32>>,
+    #[arg(long, value_parser = ["daemon", "commnode"], required_unless_present = "in_job")]
+    pub child_role: Option<String>,
     /// Per child, the daemons below it (`first-end,...`), for reports.
     #[arg(long, value_delimiter = ',', value_parser = parse_range)]
     pub child_daemons: Vec<Range<u32>>,
-    #[arg(long)]
-    pub listen: SocketAddr,
+    /// `HOST:PORT` to listen on; `auto` as the host: the address this host's name resolves to.
+    #[arg(long, required_unless_present = "in_job")]
+    pub listen: Option<String>,
+    /// Launched into a job (one launch for a whole level): the arguments of every commnode
+    /// of the level, one string each; this one takes the `SLURM_PROCID`-th.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        conflicts_with_all = ["parent", "index", "children", "child_role", "listen"]
+    )]
+    pub in_job: Vec<String>,
+}
+
+/// `--in-job`: this task's arguments among the level's (by `SLURM_PROCID`).
+fn own_line(lines: &[String]) -> Result<CommnodeArgs, Failure> {
+    let procid: usize = std::env::var("SLURM_PROCID")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Failure::new(Exit::BadInput, "--in-job needs SLURM_PROCID (srun)"))?;
+    let line = lines.get(procid).ok_or_else(|| {
+        Failure::new(
+            Exit::BadInput,
+            format!("--in-job: task {procid} of {} lines", lines.len()),
+        )
+    })?;
+    #[derive(Debug, clap::Parser)]
+    struct One {
+        #[command(flatten)]
+        args: CommnodeArgs,
+    }
+    let words = std::iter::once("commnode").chain(line.split_whitespace());
+    <One as clap::Parser>::try_parse_from(words)
+        .map(|one| one.args)
+        .map_err(|e| Failure::new(Exit::BadInput, format!("--in-job: {e}")))
 }
 
 fn parse_range(text: &str) -> Result<Range<u32>, String> {
@@ -91,17 +123,31 @@ pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {
 
 pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
     let key = key()?;
+    let args = if args.in_job.is_empty() {
+        args
+    } else {
+        own_line(&args.in_job)?
+    };
+    let bad = |what: &str| Failure::new(Exit::BadInput, format!("commnode: {what} is missing"));
+    let listen = args.listen.ok_or_else(|| bad("--listen"))?;
+    let listen = match listen.strip_prefix("auto:") {
+        Some(port) => format!("{}:{port}", strata_launcher::slurm::this_host_address()),
+        None => listen,
+    };
+    let listen: SocketAddr = listen
+        .parse()
+        .map_err(|e| Failure::new(Exit::BadInput, format!("--listen {listen}: {e}")))?;
     let place = strata_commnode::node::Place {
-        parent: args.parent,
-        index: args.index,
-        children: args.children,
-        child_role: if args.child_role == "daemon" {
+        parent: args.parent.ok_or_else(|| bad("--parent"))?,
+        index: args.index.ok_or_else(|| bad("--index"))?,
+        children: args.children.ok_or_else(|| bad("--children"))?,
+        child_role: if args.child_role.as_deref() == Some("daemon") {
             Role::Daemon
         } else {
             Role::Commnode
         },
         daemons_of_child: args.child_daemons,
-        listen: args.listen,
+        listen,
     };
     let index = place.index;
     runtime()?

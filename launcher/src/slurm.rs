@@ -247,6 +247,10 @@ impl SlurmJob {
 #[derive(Debug)]
 pub struct SlurmLauncher {
     job: SlurmJob,
+    /// Commnodes run inside the allocation (one srun per level), not on this host.
+    commnodes_in_job: bool,
+    /// The sruns of the commnode levels.
+    levels: Vec<Child>,
     exe: PathBuf,
     key_hex: String,
     listen_host: String,
@@ -256,10 +260,18 @@ pub struct SlurmLauncher {
 
 impl SlurmLauncher {
     /// `listen_host`: this host's address as the job's nodes reach it.
-    pub fn new(job: SlurmJob, exe: PathBuf, key_hex: String, listen_host: String) -> Self {
+    pub fn new(
+        job: SlurmJob,
+        exe: PathBuf,
+        key_hex: String,
+        listen_host: String,
+        commnodes_in_job: bool,
+    ) -> Self {
         SlurmLauncher {
             local: LocalLauncher::new(exe.clone(), key_hex.clone()),
             job,
+            commnodes_in_job,
+            levels: Vec::new(),
             exe,
             key_hex,
             listen_host,
@@ -270,8 +282,8 @@ impl SlurmLauncher {
     /// Waits up to `grace` for the daemons' step to end (they exit after the shutdown),
     /// then ends it: srun killed takes its step's processes with it, on every node.
     fn reap_all(&mut self, grace: Duration) {
-        if let Some(mut srun) = self.srun.take() {
-            let end = Instant::now() + grace;
+        let end = Instant::now() + grace;
+        for mut srun in self.srun.take().into_iter().chain(self.levels.drain(..)) {
             loop {
                 match srun.try_wait() {
                     Ok(Some(_)) | Err(_) => break,
@@ -308,7 +320,80 @@ impl Launcher for SlurmLauncher {
     }
 
     fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError> {
-        self.local.start_commnodes(specs)
+        if !self.commnodes_in_job {
+            return self.local.start_commnodes(specs);
+        }
+        // One launch for the level: every task gets every commnode's arguments and takes
+        // its own by SLURM_PROCID; each listens on its node's address.
+        let n = specs.len() as u32;
+        let mut srun = Command::new("srun");
+        srun.arg(format!("--jobid={}", self.job.id))
+            .args([
+                "--overlap",
+                "--mpi=none",
+                "--kill-on-bad-exit=0",
+                "--quiet",
+                "--label",
+            ])
+            .arg(format!("--ntasks={n}"))
+            .arg(format!("--nodes={}", n.min(self.job.nodes).max(1)))
+            .arg("--job-name=strata-commnodes")
+            .arg(&self.exe)
+            .arg("commnode");
+        for s in specs {
+            let mut one = s.clone();
+            one.listen_host = "auto".into();
+            srun.arg("--in-job").arg(one.args().join(" "));
+        }
+        let what = || format!("the commnodes with srun in job {}", self.job.id);
+        let mut child = srun
+            .env(crate::KEY_ENV, &self.key_hex)
+            .env("STRATA_ROLE", "commnode")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| LaunchError::Spawn {
+                what: what(),
+                reason: e.to_string(),
+            })?;
+        let stdout = child.stdout.take().expect("piped");
+        self.levels.push(child);
+        // `K: listening ADDR`, one line per task, in any order.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut addrs: Vec<Option<SocketAddr>> = vec![None; specs.len()];
+        let end = Instant::now() + Duration::from_secs(30);
+        while addrs.iter().any(Option::is_none) {
+            let left = end.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).map_err(|_| LaunchError::Spawn {
+                what: what(),
+                reason: "not every commnode said where it listens within 30 s".into(),
+            })?;
+            let Some((task, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let (Ok(task), Some(addr)) = (
+                task.trim().parse::<usize>(),
+                rest.trim().strip_prefix("listening "),
+            ) else {
+                continue;
+            };
+            if let (Some(slot), Ok(a)) = (addrs.get_mut(task), addr.parse()) {
+                *slot = Some(a);
+            }
+        }
+        Ok(addrs.into_iter().map(|a| a.expect("all set")).collect())
     }
 
     fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError> {
@@ -340,8 +425,9 @@ impl Launcher for SlurmLauncher {
 }
 
 /// This host's address as other hosts reach it: its name resolved (the first non-loopback
-/// IPv4 address, else the first address), or `STRATA_LISTEN_HOST` when set.
-pub fn front_end_address() -> String {
+/// IPv4 address, else the first address), or `STRATA_LISTEN_HOST` when set (on the front
+/// end; a commnode in the job resolves its own node's name).
+pub fn this_host_address() -> String {
     if let Ok(h) = std::env::var("STRATA_LISTEN_HOST")
         && !h.trim().is_empty()
     {
