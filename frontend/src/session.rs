@@ -147,6 +147,8 @@ pub async fn run(
         })
         .map_err(|e| SessionError(e.to_string()))?;
 
+    timings.push(("launch", t0.elapsed()));
+    let t = std::time::Instant::now();
     let expected = levels[1] as usize;
     bar.count(
         if first_role == Role::Daemon {
@@ -162,7 +164,7 @@ pub async fn run(
         n = root.wait_joined(deadline, |n| bar.set(n as u64)) => n,
         _ = woken.notified() => 0,
     };
-    timings.push(("launch and connect", t0.elapsed()));
+    timings.push(("connect", t.elapsed()));
     if let Some(sig) = stopped() {
         return Ok(finish_interrupted(&mut root, sig, &bar).await);
     }
@@ -215,13 +217,16 @@ pub async fn run(
         |done, _| bar.set(done),
     )
     .await;
+    // The round trip: the daemons' sampling, their replies and every commnode's merge.
+    timings.push(("sample (through the tree)", t.elapsed()));
+    let t = std::time::Instant::now();
     let taking_part: Vec<(u32, u32, &Answer)> = counts
         .iter()
         .filter_map(|&(i, n)| Some((i, n?, &answers.iter().find(|(j, _)| *j == i)?.1)))
         .collect();
     let describe = |i| root.describe(i);
     let sampled = merge::merge_sample(&taking_part, &describe, &Limits::default());
-    timings.push(("sample and merge", t.elapsed()));
+    timings.push(("merge at the root", t.elapsed()));
     if let Some(sig) = stopped() {
         return Ok(finish_interrupted(&mut root, sig, &bar).await);
     }
