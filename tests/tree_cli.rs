@@ -12,7 +12,7 @@ mod target;
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mpi::{MpiJob, assert_ring_classes};
 use nix::sys::signal::Signal;
@@ -213,61 +213,77 @@ fn is_zombie(pid: i32) -> bool {
         .unwrap_or(true)
 }
 
-#[test]
-fn a_daemon_killed_while_sampling_leaves_a_partial_result_naming_its_ranks() {
-    let job = MpiJob::ring(8);
-    let child = start_long_attach(&job, &[]);
-    let daemons = role_processes(child.id(), "daemon");
-    let victim = daemons.iter().find(|(_, i)| *i == 1).unwrap().0;
-    // Let sampling begin, then kill daemon 1 (ranks 2-3: 8 ranks in blocks of 2).
+/// Starts a long attach through 4 daemons under 2 commnodes, lets sampling begin, sends
+/// `sig` to the `role` process of that `index`, and returns the attach's exit code, stdout
+/// (JSON), stderr, and the pids of the tree's processes.
+fn fault_while_sampling(
+    job: &MpiJob,
+    role: &str,
+    index: u32,
+    sig: Signal,
+) -> (i32, String, String, Vec<i32>) {
+    let child = start_long_attach(job, &["-n", "20"]);
+    let tree: Vec<(i32, u32)> = role_processes(child.id(), "daemon")
+        .into_iter()
+        .chain(role_processes(child.id(), "commnode"))
+        .collect();
+    let victim = role_processes(child.id(), role)
+        .into_iter()
+        .find(|(_, i)| *i == index)
+        .unwrap_or_else(|| panic!("no {role} {index}"))
+        .0;
     std::thread::sleep(Duration::from_millis(1500));
-    let started = Instant::now();
-    signal(victim, Signal::SIGKILL);
+    signal(victim, sig);
     let (code, out, err) = finish(child);
-    eprintln!("finished {:?} after the kill", started.elapsed());
+    (code, out, err, tree.into_iter().map(|p| p.0).collect())
+}
+
+/// One `missing` entry, for `ranks`, whose reason names `who`; the same ranks under
+/// `[daemon unreachable]`; exit code 4; every target free; every tree process gone.
+fn assert_lost(job: &MpiJob, result: (i32, String, String, Vec<i32>), ranks: &str, who: &str) {
+    let (code, out, err, tree) = result;
     assert_eq!(code, 4, "partial result expected:\n{err}");
     let m = missing(&out);
     assert_eq!(m.len(), 1, "{m:?}");
-    assert_eq!(m[0].0, "2-3", "exactly daemon 1's ranks: {m:?}");
-    assert!(m[0].1.contains("daemon 1"), "{m:?}");
+    assert_eq!(m[0].0, ranks, "exactly the ranks of {who}: {m:?}");
+    assert!(m[0].1.contains(who), "{m:?}");
     assert_eq!(
         special_ranks(&out, "[daemon unreachable]").as_deref(),
-        Some("2-3"),
+        Some(ranks),
         "its ranks stay in the tree under [daemon unreachable]"
     );
-    assert!(err.contains("daemon 1"), "{err}");
+    assert!(err.contains(who), "{err}");
+    // A stopped daemon may have been stopped mid-capture, its targets with it: the front
+    // end kills what did not exit after the shutdown, and the kernel lets the tracees go.
+    wait_gone(&tree);
     for &pid in &job.ranks {
         assert_free(pid);
     }
-    wait_gone(&daemons.iter().map(|d| d.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_daemon_killed_while_sampling_leaves_a_partial_result_naming_its_ranks() {
+    let job = MpiJob::ring(8);
+    // Daemon 1 has ranks 2-3 (8 ranks in blocks of 2).
+    let result = fault_while_sampling(&job, "daemon", 1, Signal::SIGKILL);
+    assert_lost(&job, result, "2-3", "daemon 1");
 }
 
 #[test]
 fn a_commnode_killed_while_sampling_leaves_a_partial_result_naming_its_subtree() {
     let job = MpiJob::ring(8);
-    let child = start_long_attach(&job, &[]);
-    let commnodes = role_processes(child.id(), "commnode");
-    assert_eq!(commnodes.len(), 2, "{commnodes:?}");
-    let daemons = role_processes(child.id(), "daemon");
-    let victim = commnodes.iter().find(|(_, i)| *i == 0).unwrap().0;
-    std::thread::sleep(Duration::from_millis(1500));
-    signal(victim, Signal::SIGKILL);
-    let (code, out, err) = finish(child);
-    assert_eq!(code, 4, "partial result expected:\n{err}");
-    let m = missing(&out);
-    assert_eq!(m.len(), 1, "{m:?}");
-    // Commnode 0 has daemons 0 and 1: ranks 0-3.
-    assert_eq!(m[0].0, "0-3", "{m:?}");
-    assert!(m[0].1.contains("commnode 0 (daemons 0-1)"), "{m:?}");
-    assert_eq!(
-        special_ranks(&out, "[daemon unreachable]").as_deref(),
-        Some("0-3")
-    );
-    for &pid in &job.ranks {
-        assert_free(pid);
-    }
-    // Its orphaned daemons detach and exit on their own.
-    wait_gone(&daemons.iter().map(|d| d.0).collect::<Vec<_>>());
+    // Commnode 0 has daemons 0 and 1: ranks 0-3. Its orphaned daemons detach and exit.
+    let result = fault_while_sampling(&job, "commnode", 0, Signal::SIGKILL);
+    assert_lost(&job, result, "0-3", "commnode 0 (daemons 0-1)");
+}
+
+#[test]
+fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
+    let job = MpiJob::ring(8);
+    // A daemon that stops answering (stopped, swapping, a hung NFS read...) but whose
+    // connection stays open: only its silence tells.
+    let result = fault_while_sampling(&job, "daemon", 2, Signal::SIGSTOP);
+    assert_lost(&job, result, "4-5", "daemon 2");
 }
 
 #[test]
@@ -306,31 +322,6 @@ fn a_daemon_lost_before_the_rank_map_leaves_its_ranks_unknown() {
         special_ranks(&out, "[ranks unknown]").as_deref(),
         Some("6-7")
     );
-    for &pid in &job.ranks {
-        assert_free(pid);
-    }
-}
-
-#[test]
-fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
-    let job = MpiJob::ring(8);
-    let child = start_long_attach(&job, &["-n", "20"]);
-    let daemons = role_processes(child.id(), "daemon");
-    let victim = daemons.iter().find(|(_, i)| *i == 2).unwrap().0;
-    std::thread::sleep(Duration::from_millis(1000));
-    // A daemon that stops answering (stopped, swapping, a hung NFS read...) but whose
-    // connection stays open: only its silence tells.
-    signal(victim, Signal::SIGSTOP);
-    let (code, out, err) = finish(child);
-    assert_eq!(code, 4, "{err}");
-    let m = missing(&out);
-    assert_eq!(m.len(), 1, "{m:?}");
-    assert_eq!(m[0].0, "4-5", "{m:?}");
-    assert!(m[0].1.contains("daemon 2"), "{m:?}");
-    // The stopped daemon may have been stopped mid-capture, its targets with it. The front
-    // end kills the daemons that did not exit after the shutdown, and the kernel lets
-    // their tracees go.
-    wait_gone(&[victim]);
     for &pid in &job.ranks {
         assert_free(pid);
     }

@@ -1,7 +1,8 @@
 # Shared by the benchmark scripts in this folder (sourced, not run).
 # Provides: need TOOL..., $work (a temp dir removed at exit, with every pid in $pids killed),
 # start_ring N (a hung Open MPI ring: sets $mpirun_pid and $ranks), seconds CMD...,
-# median (of numbers on stdin).
+# median (of numbers on stdin), bench_warm LABEL CMD... (median of $RUNS runs after a
+# warm-up), phase_medians (of `strata: timing:` lines on stdin).
 
 need() {
     for tool in "$@"; do
@@ -48,3 +49,20 @@ seconds() {
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# "LABEL   1.234 s": the median wall time of $RUNS runs of CMD..., after one warm-up run.
+bench_warm() {
+    local label=$1; shift
+    "$@" > /dev/null 2>&1 || true
+    local t
+    t=$(for _ in $(seq "$RUNS"); do seconds "$@"; done | median)
+    printf '%-66s %7.3f s\n' "$label" "$t"
+}
+
+# The median of each phase in `strata: timing: PHASE: N ms` lines (STRATA_TIMINGS=1).
+phase_medians() {
+    awk -F': ' '/timing:/ {sub(/ ms$/, "", $4); print $3 "\t" $4}' | sort -t$'\t' -k1,1 -k2,2n \
+        | awk -F'\t' '{v[$1] = v[$1] " " $2; n[$1]++}
+            END {for (k in v) {split(substr(v[k], 2), a, " ");
+                 printf "  %-28s %7.1f ms\n", k, a[int((n[k]+1)/2)]}}'
+}

@@ -43,25 +43,15 @@ done
 NAIVE
 chmod +x "$work/naive.sh"
 
-bench() { # label, command...: median of RUNS runs
-    local label=$1; shift
-    "$@" > /dev/null 2>&1 || true   # warm-up
-    local t
-    t=$(for _ in $(seq "$RUNS"); do seconds "$@"; done | median)
-    printf '%-66s %7.3f s\n' "$label" "$t"
-}
 echo "== $(nproc) cores, 4 Slurm nodes (namespaces) on one host, 8 hung ranks, medians of $RUNS"
-bench "strata attach $job -n 1 (tree 1 -> 4)" "$strata" attach "$job" -n 1 --no-files
-bench "strata attach $job -n 10 (tree 1 -> 4)" "$strata" attach "$job" -n 10 --no-files
-bench "strata attach $job -n 1 --fanout 2 (tree 1 -> 2 -> 4)" \
+bench_warm "strata attach $job -n 1 (tree 1 -> 4)" "$strata" attach "$job" -n 1 --no-files
+bench_warm "strata attach $job -n 10 (tree 1 -> 4)" "$strata" attach "$job" -n 10 --no-files
+bench_warm "strata attach $job -n 1 --fanout 2 (tree 1 -> 2 -> 4)" \
     "$strata" attach "$job" -n 1 --no-files --fanout 2
-bench "srun --overlap -N4 eu-stack on every rank (no merge)" \
+bench_warm "srun --overlap -N4 eu-stack on every rank (no merge)" \
     srun --jobid="$job" --overlap --mpi=none -N4 --ntasks-per-node=1 "$work/naive.sh"
 
 echo "== phases of 'strata attach $job -n 1' (medians of $RUNS)"
 for _ in $(seq "$RUNS"); do
-    STRATA_TIMINGS=1 "$strata" attach "$job" -n 1 --no-files 2>&1 >/dev/null | grep 'timing:'
-done | awk -F': ' '{sub(/ ms$/, "", $4); print $3 "\t" $4}' | sort -t$'\t' -k1,1 -k2,2n \
-    | awk -F'\t' '{v[$1] = v[$1] " " $2; n[$1]++}
-        END {for (k in v) {split(substr(v[k], 2), a, " ");
-             printf "  %-28s %7.1f ms\n", k, a[int((n[k]+1)/2)]}}'
+    STRATA_TIMINGS=1 "$strata" attach "$job" -n 1 --no-files 2>&1 >/dev/null
+done | phase_medians
