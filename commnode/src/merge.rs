@@ -103,6 +103,18 @@ fn check(reply: SampleReply, tasks: u32, limits: &Limits) -> Result<Checked, Str
     })
 }
 
+/// This process's peak resident memory (VmHWM), KiB; 0 when unknown.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// A subtree of `tasks` tasks that could not be sampled, all under one special frame.
 pub fn filler_tree(tasks: u32, special: Special) -> PrefixTree<TaskRuns> {
     let mut t = PrefixTree::new(tasks, 0);
@@ -144,6 +156,7 @@ pub fn merge_sample(
                     m
                 }));
                 samples = Some(samples.map_or(r.samples, |s| s.min(r.samples)));
+                out.stats.extend(r.stats);
                 if r.started_us != 0 {
                     out.started_us = match out.started_us {
                         0 => r.started_us,

@@ -23,6 +23,8 @@ pub struct Place {
     pub parent: String,
     /// This commnode's index in its level.
     pub index: u32,
+    /// Its level in the tree (1: a child of the front end).
+    pub level: u32,
     /// Its children's indices in the level below.
     pub children: Range<u32>,
     pub child_role: Role,
@@ -127,7 +129,23 @@ pub async fn run(
                         Some((i, n?, a))
                     })
                     .collect();
-                let reply = merge::merge_sample(&taking_part, &describe, &limits);
+                let t = std::time::Instant::now();
+                let mut reply = merge::merge_sample(&taking_part, &describe, &limits);
+                let merge_us = t.elapsed().as_micros() as u64;
+                let bytes_in = taking_part
+                    .iter()
+                    .filter_map(|(_, _, a)| a.as_ref().ok())
+                    .map(|b| b.len() as u64)
+                    .sum();
+                let bytes_out = prost::Message::encoded_len(&reply) as u64;
+                reply.stats.push(strata_proto::overlay::NodeStat {
+                    level: place.level,
+                    index: place.index,
+                    merge_us,
+                    bytes_in,
+                    bytes_out,
+                    peak_rss_kib: merge::peak_rss_kib(),
+                });
                 send_reply(&up, cmd.id, &reply).await
             }
             Action::Stacks(_) => send_reply(&up, cmd.id, &merge::merge_stacks(&answers)).await,

@@ -515,6 +515,7 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
         samples: s.samples,
         started_us: unix_us(s.started),
         finished_us: unix_us(s.finished),
+        stats: vec![],
     }
 }
 

@@ -62,6 +62,13 @@ pub enum Command {
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
     Dump(DumpArgs),
+    /// Emulate a large job (STATBench-style): synthetic daemons answer the real protocol,
+    /// real commnodes merge; prints the time per phase, bytes per level, peak memory.
+    #[command(after_help = exit::table())]
+    Bench(crate::bench::BenchArgs),
+    /// Emulated daemons of `strata bench` (internal).
+    #[command(hide = true)]
+    BenchDaemons(crate::bench::EmulatorArgs),
     /// A daemon of the tree network (started by `strata attach`, internal).
     #[command(hide = true)]
     Daemon(crate::roles::DaemonArgs),
@@ -306,6 +313,8 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::Demo(args) => crate::demo::run(args),
         Command::DemoRank(args) => crate::demo::rank_main(args),
         Command::Daemon(args) => crate::roles::daemon(args),
+        Command::Bench(args) => crate::bench::run(args),
+        Command::BenchDaemons(args) => crate::bench::emulate(args),
         Command::Commnode(args) => crate::roles::commnode(args),
     }
 }

@@ -6,6 +6,7 @@
 //! result file and its renderings; `demo` and `dump` the other subcommands.
 
 pub mod attach;
+pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod dump;

@@ -31,6 +31,9 @@ pub struct CommnodeArgs {
     pub parent: Option<String>,
     #[arg(long, required_unless_present = "in_job")]
     pub index: Option<u32>,
+    /// Its level in the tree (1: a child of the front end).
+    #[arg(long, default_value_t = 1)]
+    pub level: u32,
     /// Children's indices, `first-end` (end exclusive).
     #[arg(long, value_parser = parse_range, required_unless_present = "in_job")]
     pub children: Option<Range<u32>>,
@@ -140,6 +143,7 @@ pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
     let place = strata_commnode::node::Place {
         parent: args.parent.ok_or_else(|| bad("--parent"))?,
         index: args.index.ok_or_else(|| bad("--index"))?,
+        level: args.level,
         children: args.children.ok_or_else(|| bad("--children"))?,
         child_role: if args.child_role.as_deref() == Some("daemon") {
             Role::Daemon

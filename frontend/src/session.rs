@@ -125,6 +125,7 @@ pub async fn run(
                 let children = children_of(j, levels[l + 1], levels[l]);
                 CommnodeSpec {
                     index: j,
+                    level: l as u32,
                     parent: parents[parent_of(j, levels[l], levels[l - 1]) as usize],
                     child_daemons: children
                         .clone()

@@ -38,6 +38,8 @@ pub enum LaunchError {
 #[derive(Clone, Debug)]
 pub struct CommnodeSpec {
     pub index: u32,
+    /// Its level (1: a child of the front end).
+    pub level: u32,
     pub parent: SocketAddr,
     /// Its children's indices in the level below.
     pub children: Range<u32>,
@@ -62,6 +64,8 @@ impl CommnodeSpec {
             self.parent.to_string(),
             "--index".into(),
             self.index.to_string(),
+            "--level".into(),
+            self.level.to_string(),
             "--children".into(),
             format!("{}-{}", self.children.start, self.children.end),
             "--child-role".into(),

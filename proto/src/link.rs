@@ -167,7 +167,15 @@ pub async fn send_reply(
     command: u64,
     reply: &impl Message,
 ) -> Result<(), mpsc::error::SendError<Up>> {
-    let bytes = reply.encode_to_vec();
+    send_reply_bytes(up, command, &reply.encode_to_vec()).await
+}
+
+/// [`send_reply`] of an already encoded reply.
+pub async fn send_reply_bytes(
+    up: &mpsc::Sender<Up>,
+    command: u64,
+    bytes: &[u8],
+) -> Result<(), mpsc::error::SendError<Up>> {
     let mut pieces = bytes.chunks(MAX_CHUNK).peekable();
     if pieces.peek().is_none() {
         return up.send(chunk(command, Vec::new(), false)).await;

@@ -328,6 +328,30 @@ pub struct SampleReply {
     pub started_us: u64,
     #[prost(uint64, tag = "8")]
     pub finished_us: u64,
+    /// What each node of the subtree spent on this reply (measurements; `strata bench`).
+    #[prost(message, repeated, tag = "9")]
+    pub stats: Vec<NodeStat>,
+}
+
+/// One tree node's cost for one sample reply.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeStat {
+    /// Tree level (1: the front end's children; the daemons' level is the deepest).
+    #[prost(uint32, tag = "1")]
+    pub level: u32,
+    #[prost(uint32, tag = "2")]
+    pub index: u32,
+    /// Merging the children's replies (decode, merge, encode), microseconds.
+    #[prost(uint64, tag = "3")]
+    pub merge_us: u64,
+    /// Reply bytes received from the children, and sent up.
+    #[prost(uint64, tag = "4")]
+    pub bytes_in: u64,
+    #[prost(uint64, tag = "5")]
+    pub bytes_out: u64,
+    /// The process's peak resident memory so far (VmHWM), KiB.
+    #[prost(uint64, tag = "6")]
+    pub peak_rss_kib: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

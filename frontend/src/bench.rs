@@ -1,0 +1,537 @@
+//! `strata bench`: STATBench's idea on strata's code. Emulated daemons (many per OS
+//! process) answer the real protocol with synthetic trees shaped like real hangs
+//! (`filters::synth`); the commnodes, their merges, the gRPC transport, the front end's
+//! session and the remap are the production code, as separate processes on loopback. What
+//! it measures is the tree's own cost at scales no test machine has ranks for.
+//!
+//! `--check` compares the merged, remapped trees with the trees built directly from the
+//! synthetic traces: the test suite runs a small configuration that way.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use strata_filters::synth::{Placement, SynthJob, SynthParams};
+use strata_filters::wire::{self, Limits};
+use strata_filters::{IndexMap, ViewOptions, equivalence_classes, remap, view};
+use strata_launcher::local::LocalLauncher;
+use strata_launcher::topology::{Topology, parent_of};
+use strata_launcher::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
+use strata_proto::auth::SessionKey;
+use strata_proto::link::{self, ParentLink, send_reply, send_reply_bytes};
+use strata_proto::overlay::{
+    DaemonMap, Done, NodeStat, PidList, Role, Sample, SampleReply, Setup, SetupReply, TaskEntry,
+    TaskNote, command::Action, down, setup::Target,
+};
+
+use crate::cli::Failure;
+use crate::exit::Exit;
+use crate::session::{self, Outcome, Plan};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PlacementArg {
+    /// Daemon d holds ranks d*k .. (d+1)*k.
+    Block,
+    /// Daemon d holds ranks d, d+D, d+2D, ...
+    Cyclic,
+}
+
+/// The synthetic job (shared by `strata bench` and its emulator processes).
+#[derive(Debug, Clone, Args)]
+pub struct SynthArgs {
+    /// Emulated daemons.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub daemons: u32,
+    /// Tasks per daemon.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tasks_per_daemon: u32,
+    /// Equivalence classes (divergent call paths).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub eqclasses: u32,
+    /// Frames from `_start` to the MPI entry.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(4..=1_000))]
+    pub maxdepth: u32,
+    /// Fraction of ranks in rank-specific leaves.
+    #[arg(long, default_value_t = 0.001)]
+    pub noise: f64,
+    /// Samples per task.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub samples: u32,
+    #[arg(long, value_enum, default_value = "block")]
+    pub placement: PlacementArg,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SynthArgs {
+    fn params(&self) -> SynthParams {
+        SynthParams {
+            daemons: self.daemons,
+            tasks_per_daemon: self.tasks_per_daemon,
+            classes: self.eqclasses,
+            depth: self.maxdepth,
+            noise: self.noise.clamp(0.0, 1.0),
+            samples: self.samples,
+            threads_per_task: 0,
+            placement: match self.placement {
+                PlacementArg::Block => Placement::Block,
+                PlacementArg::Cyclic => Placement::Cyclic,
+            },
+            seed: self.seed,
+        }
+    }
+
+    fn to_args(&self) -> Vec<String> {
+        vec![
+            format!("--daemons={}", self.daemons),
+            format!("--tasks-per-daemon={}", self.tasks_per_daemon),
+            format!("--eqclasses={}", self.eqclasses),
+            format!("--maxdepth={}", self.maxdepth),
+            format!("--noise={}", self.noise),
+            format!("--samples={}", self.samples),
+            format!(
+                "--placement={}",
+                match self.placement {
+                    PlacementArg::Block => "block",
+                    PlacementArg::Cyclic => "cyclic",
+                }
+            ),
+            format!("--seed={}", self.seed),
+        ]
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    /// Most children per tree node (default: the shallowest tree with at most 64).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
+    pub fanout: Option<u32>,
+    /// Edges from the front end to a daemon (1: no commnodes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub depth: Option<u32>,
+    /// OS processes the emulated daemons are spread over.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub emulators: u32,
+    /// Compare the result with the trees built directly from the synthetic traces; exit 1
+    /// when they differ.
+    #[arg(long)]
+    pub check: bool,
+    /// Write the measurements as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// The hidden role: `count` emulated daemons from `first` on.
+#[derive(Debug, Args)]
+pub struct EmulatorArgs {
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub parents: Vec<String>,
+    #[arg(long)]
+    pub first: u32,
+    #[arg(long)]
+    pub count: u32,
+    /// The daemons' level in the tree (for their measurements).
+    #[arg(long)]
+    pub level: u32,
+}
+
+fn internal(e: impl std::fmt::Display) -> Failure {
+    Failure::new(Exit::Internal, e.to_string())
+}
+
+/// Starts commnodes like the local launcher, and the emulated daemons as `emulators`
+/// processes of `strata bench-daemons`.
+#[derive(Debug)]
+struct EmulatorLauncher {
+    local: LocalLauncher,
+    exe: PathBuf,
+    key_hex: String,
+    synth: SynthArgs,
+    emulators: u32,
+    level: u32,
+    children: Vec<Child>,
+}
+
+impl Launcher for EmulatorLauncher {
+    fn name(&self) -> &'static str {
+        "bench"
+    }
+
+    fn listen_host(&self) -> String {
+        "127.0.0.1".into()
+    }
+
+    fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError> {
+        self.local.start_commnodes(specs)
+    }
+
+    fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError> {
+        let parents: Vec<String> = spec.parents.iter().map(|a| a.to_string()).collect();
+        let e = self.emulators.min(spec.daemons).max(1);
+        for p in 0..e {
+            let first = (p as u64 * spec.daemons as u64 / e as u64) as u32;
+            let end = ((p as u64 + 1) * spec.daemons as u64 / e as u64) as u32;
+            let child = Command::new(&self.exe)
+                .arg("bench-daemons")
+                .args(self.synth.to_args())
+                .arg(format!("--parents={}", parents.join(",")))
+                .arg(format!("--first={first}"))
+                .arg(format!("--count={}", end - first))
+                .arg(format!("--level={}", self.level))
+                .env(strata_launcher::KEY_ENV, &self.key_hex)
+                .env("STRATA_ROLE", "bench-daemons")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| LaunchError::Spawn {
+                    what: format!("emulator {p}"),
+                    reason: e.to_string(),
+                })?;
+            self.children.push(child);
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, grace: Duration) {
+        self.local.reap(grace);
+        let end = Instant::now() + grace;
+        for c in &mut self.children {
+            while Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Peak resident memory (VmHWM) of a process, KiB.
+fn peak_rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
+    let params = args.synth.params();
+    let tasks = params.daemons as u64 * params.tasks_per_daemon as u64;
+    if tasks > crate::result::MAX_JOB_SIZE as u64 {
+        return Err(Failure::new(
+            Exit::BadInput,
+            format!("{tasks} tasks: at most {}", crate::result::MAX_JOB_SIZE),
+        ));
+    }
+    let topology = Topology::choose(params.daemons, args.fanout, args.depth)
+        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    let key = SessionKey::generate().map_err(internal)?;
+    let exe = std::env::current_exe().map_err(internal)?;
+    let mut launcher = EmulatorLauncher {
+        local: LocalLauncher::new(exe.clone(), key.to_hex()),
+        exe,
+        key_hex: key.to_hex(),
+        synth: args.synth.clone(),
+        emulators: args.emulators,
+        level: topology.depth(),
+        children: Vec::new(),
+    };
+    eprintln!(
+        "strata bench: {tasks} tasks, {} daemons of {} in {} emulator process(es), tree {}",
+        params.daemons,
+        params.tasks_per_daemon,
+        args.emulators.min(params.daemons),
+        topology.describe()
+    );
+    let plan = Plan {
+        topology: topology.clone(),
+        setup: Setup {
+            uid: 0,
+            target: Some(Target::Pids(PidList { pids: vec![] })),
+            share: 0,
+            debug_dirs: vec![],
+        },
+        sample: Sample {
+            samples: params.samples,
+            interval_us: 0,
+            jitter: 0.0,
+            threads: false,
+            max_frames: 0,
+        },
+        stacks_of: vec![],
+        connect_timeout: Duration::from_secs(120),
+        progress: false,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(internal)?;
+    let (_never, signals) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
+    let session_wall = started.elapsed();
+    // Peak memory of every process, before they exit.
+    let commnode_rss: Vec<u64> = launcher.local.pids().into_iter().map(peak_rss_of).collect();
+    let emulator_rss: Vec<u64> = launcher.children.iter().map(|c| peak_rss_of(c.id())).collect();
+    drop(runtime);
+    launcher.reap(Duration::from_secs(10));
+    let gathered = match outcome.map_err(|e| internal(e.0))? {
+        Outcome::Done(g) => g,
+        Outcome::Interrupted(_) => return Ok(Exit::Interrupted),
+    };
+
+    // The root's remap, as attach does it.
+    let t = Instant::now();
+    let ranks: Vec<u32> = gathered
+        .rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.tasks.iter().map(|t| t.rank))
+        .collect();
+    let index_map = IndexMap::new(ranks, tasks as u32, "rank").map_err(internal)?;
+    let decode = |t: &Option<strata_proto::Tree>| {
+        wire::decode(t.clone().unwrap_or_default(), &Limits::default()).map_err(internal)
+    };
+    let merged_3d = decode(&gathered.sampled.tree_3d)?;
+    let merged_2d = decode(&gathered.sampled.tree_2d)?;
+    let decoded = t.elapsed();
+    let t = Instant::now();
+    let tree_3d = remap(&merged_3d, &index_map, None).map_err(internal)?;
+    let tree_2d = remap(&merged_2d, &index_map, None).map_err(internal)?;
+    let remapped = t.elapsed();
+    let t = Instant::now();
+    let shown = view(&tree_3d, ViewOptions::default());
+    let classes = equivalence_classes(&shown);
+    let viewed = t.elapsed();
+
+    let mut levels: Vec<serde_json::Value> = Vec::new();
+    for level in 1..=topology.depth() {
+        let here: Vec<&NodeStat> = gathered
+            .sampled
+            .stats
+            .iter()
+            .filter(|s| s.level == level)
+            .collect();
+        let max = |f: &dyn Fn(&NodeStat) -> u64| here.iter().map(|s| f(s)).max().unwrap_or(0);
+        let sum = |f: &dyn Fn(&NodeStat) -> u64| here.iter().map(|s| f(s)).sum::<u64>();
+        levels.push(serde_json::json!({
+            "level": level,
+            "nodes": topology.levels()[level as usize],
+            "reported": here.len(),
+            "merge_ms_max": max(&|s| s.merge_us) as f64 / 1e3,
+            "bytes_in_total": sum(&|s| s.bytes_in),
+            "bytes_out_total": sum(&|s| s.bytes_out),
+            "bytes_out_max": max(&|s| s.bytes_out),
+            "peak_rss_kib_max": max(&|s| s.peak_rss_kib),
+        }));
+    }
+    let phase = |name: &str| {
+        gathered
+            .timings
+            .iter()
+            .find(|(p, _)| *p == name)
+            .map_or(0.0, |(_, d)| d.as_secs_f64() * 1e3)
+    };
+    let report = serde_json::json!({
+        "tasks": tasks,
+        "daemons": params.daemons,
+        "tasks_per_daemon": params.tasks_per_daemon,
+        "eqclasses": params.classes,
+        "samples": params.samples,
+        "placement": format!("{:?}", params.placement).to_lowercase(),
+        "topology": topology.levels(),
+        "ms": {
+            "launch": phase("launch"),
+            "connect": phase("connect"),
+            "rank_map": phase("rank map"),
+            "sample_through_tree": phase("sample (through the tree)"),
+            "merge_at_root": phase("merge at the root"),
+            "decode_at_root": decoded.as_secs_f64() * 1e3,
+            "remap": remapped.as_secs_f64() * 1e3,
+            "view_and_classes": viewed.as_secs_f64() * 1e3,
+            "to_root": (phase("sample (through the tree)") + phase("merge at the root")
+                + decoded.as_secs_f64() * 1e3 + remapped.as_secs_f64() * 1e3),
+            "session_wall": session_wall.as_secs_f64() * 1e3,
+        },
+        "levels": levels,
+        "peak_rss_kib": {
+            "front_end": strata_commnode::merge::peak_rss_kib(),
+            "commnode_max": commnode_rss.iter().copied().max().unwrap_or(0),
+            "emulator_max": emulator_rss.iter().copied().max().unwrap_or(0),
+        },
+        "classes": classes.len(),
+        "nodes_3d": tree_3d.len(),
+    });
+    let text = serde_json::to_string_pretty(&report).map_err(internal)?;
+    println!("{text}");
+    if let Some(path) = &args.json {
+        std::fs::write(path, &text).map_err(|e| {
+            Failure::new(Exit::BadInput, format!("cannot write {}: {e}", path.display()))
+        })?;
+    }
+    if !gathered.sampled.missing.is_empty() || !gathered.rank_map.missing.is_empty() {
+        eprintln!(
+            "strata bench: some emulated daemons did not answer: {:?} {:?}",
+            gathered.rank_map.missing, gathered.sampled.missing
+        );
+        return Ok(Exit::Partial);
+    }
+    if args.check {
+        let job = SynthJob::new(params.clone());
+        let same_3d = job.direct_tree(0).canonical() == tree_3d.canonical();
+        let same_2d = job.direct_tree(params.samples - 1).canonical() == tree_2d.canonical();
+        if !(same_3d && same_2d) {
+            eprintln!(
+                "strata bench: check FAILED: the merged trees differ from the direct ones \
+                 (3D {}, 2D {})",
+                if same_3d { "same" } else { "different" },
+                if same_2d { "same" } else { "different" }
+            );
+            return Ok(Exit::Internal);
+        }
+        eprintln!("strata bench: check passed: merged 2D and 3D trees equal the direct ones");
+    }
+    Ok(Exit::Complete)
+}
+
+/// `strata bench-daemons`: emulated daemons answering the real protocol.
+pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
+    let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
+    let job = Arc::new(SynthJob::new(args.synth.params()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(internal)?;
+    let parents = Arc::new(args.parents);
+    let result: Result<(), String> = runtime.block_on(async {
+        let mut tasks = Vec::new();
+        for i in args.first..args.first + args.count {
+            let (job, parents, key) = (job.clone(), parents.clone(), key.clone());
+            tasks.push(tokio::spawn(async move {
+                emulate_one(&job, &parents, i, args.level, &key).await
+            }));
+        }
+        for t in tasks {
+            t.await.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    });
+    result.map_err(internal)?;
+    Ok(Exit::Complete)
+}
+
+async fn emulate_one(
+    job: &SynthJob,
+    parents: &[String],
+    index: u32,
+    level: u32,
+    key: &SessionKey,
+) -> Result<(), String> {
+    let daemons = job.params.daemons;
+    let parent = &parents[parent_of(index, daemons, parents.len() as u32) as usize];
+    let ParentLink { up, mut down } = link::connect(parent, key, Role::Daemon, index)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut prepared: Option<Vec<u8>> = None;
+    while let Some(kind) = link::next_down(&mut down).await {
+        let down::Kind::Command(cmd) = kind else {
+            continue;
+        };
+        let sent = match cmd.action {
+            Some(Action::Setup(_)) => {
+                // The sample reply is built now, outside the measured sampling round.
+                prepared = Some(sample_reply(job, index, level));
+                send_reply(&up, cmd.id, &setup_reply(job, index)).await
+            }
+            Some(Action::Sample(_)) => {
+                let bytes = prepared.get_or_insert_with(|| sample_reply(job, index, level));
+                send_reply_bytes(&up, cmd.id, bytes).await
+            }
+            Some(Action::Shutdown(_)) => {
+                let _ = send_reply(&up, cmd.id, &Done { daemons: 1, missing: vec![] }).await;
+                // Exit when the parent closes the link (at most 2 s).
+                let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                    while link::next_down(&mut down).await.is_some() {}
+                })
+                .await;
+                return Ok(());
+            }
+            Some(Action::Detach(_)) => {
+                send_reply(&up, cmd.id, &Done { daemons: 1, missing: vec![] }).await
+            }
+            _ => send_reply_bytes(&up, cmd.id, &[]).await,
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn setup_reply(job: &SynthJob, d: u32) -> SetupReply {
+    let total = job.ranks();
+    SetupReply {
+        daemons: vec![DaemonMap {
+            index: d,
+            host: format!("emulated-{d}"),
+            executables: vec!["/opt/app/bin/solver".into()],
+            tasks: job
+                .rank_map(d)
+                .into_iter()
+                .map(|rank| TaskEntry {
+                    rank,
+                    pid: 100_000 + rank,
+                    executable: 0,
+                    job_size: Some(total),
+                })
+                .collect(),
+            ..DaemonMap::default()
+        }],
+        missing: vec![],
+    }
+}
+
+fn sample_reply(job: &SynthJob, d: u32, level: u32) -> Vec<u8> {
+    let p = &job.params;
+    let mut reply = SampleReply {
+        tree_2d: Some(wire::encode(&job.daemon_tree(d, p.samples - 1))),
+        tree_3d: Some(wire::encode(&job.daemon_tree(d, 0))),
+        threads: vec![],
+        notes: vec![
+            TaskNote {
+                state: "R".into(),
+                samples_ok: p.samples,
+                ..TaskNote::default()
+            };
+            p.tasks_per_daemon as usize
+        ],
+        missing: vec![],
+        samples: p.samples,
+        started_us: 0,
+        finished_us: 0,
+        stats: vec![],
+    };
+    let bytes_out = strata_proto::Message::encoded_len(&reply) as u64;
+    reply.stats.push(NodeStat {
+        level,
+        index: d,
+        merge_us: 0,
+        bytes_in: 0,
+        bytes_out,
+        peak_rss_kib: 0,
+    });
+    strata_proto::Message::encode_to_vec(&reply)
+}
