@@ -30,6 +30,8 @@ pub enum LinkError {
     Refused { addr: String, reason: String },
     #[error("{addr} did not prove the session key: it is not this session's parent")]
     BadParent { addr: String },
+    #[error("link to {addr} failed: {reason}")]
+    Transport { addr: String, reason: String },
 }
 
 /// An established link to the parent.
@@ -42,8 +44,35 @@ pub struct ParentLink {
 }
 
 /// Connects to `addr` (`host:port`) as `role` number `index`, runs the handshake and starts
-/// the heartbeat.
+/// the heartbeat. A connection that fails in transport (the parent's listen queue full when
+/// thousands of daemons start at once, a reset) is tried again, up to 6 times over about
+/// 6 s with growing pauses; a refusal by the parent (wrong key, place taken) is final.
 pub async fn connect(
+    addr: &str,
+    key: &SessionKey,
+    role: Role,
+    index: u32,
+) -> Result<ParentLink, LinkError> {
+    let mut pause = Duration::from_millis(100);
+    let mut tries = 0;
+    loop {
+        match connect_once(addr, key, role, index).await {
+            Err(LinkError::Connect { .. }) | Err(LinkError::Transport { .. }) if tries < 6 => {
+                tries += 1;
+                // Spread the retries of many children apart.
+                let jitter = Duration::from_millis((index as u64 * 37 + tries * 11) % 100);
+                tokio::time::sleep(pause + jitter).await;
+                pause *= 2;
+            }
+            Err(LinkError::Transport { addr, reason }) => {
+                return Err(LinkError::Refused { addr, reason });
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn connect_once(
     addr: &str,
     key: &SessionKey,
     role: Role,
@@ -85,7 +114,16 @@ pub async fn connect(
     let mut down = client
         .link(ReceiverStream::new(rx))
         .await
-        .map_err(|s| refused(s.message().to_string()))?
+        .map_err(|s| {
+            if s.code() == tonic::Code::PermissionDenied {
+                refused(s.message().to_string())
+            } else {
+                LinkError::Transport {
+                    addr: addr.to_string(),
+                    reason: s.message().to_string(),
+                }
+            }
+        })?
         .into_inner();
     let first = tokio::time::timeout(HANDSHAKE_TIMEOUT, down.message())
         .await
