@@ -257,6 +257,7 @@ mod tests {
             samples: 3,
             started_us: 10,
             finished_us: 20,
+            stats: vec![],
         }
         .encode_to_vec())
     }
