@@ -441,11 +441,27 @@ pub fn this_host_address() -> String {
         .to_socket_addrs()
         .map(|a| a.collect())
         .unwrap_or_default();
+    if let Some(a) = addrs.iter().find(|a| a.is_ipv4() && !a.ip().is_loopback()) {
+        return a.ip().to_string();
+    }
+    // Debian maps the host name to 127.0.1.1: then the first IPv4 address of an interface
+    // that is up and not loopback, which other hosts can reach.
+    if let Some(a) = interface_address() {
+        return a;
+    }
     addrs
-        .iter()
-        .find(|a| a.is_ipv4() && !a.ip().is_loopback())
-        .or_else(|| addrs.first())
+        .first()
         .map_or_else(|| "127.0.0.1".to_string(), |a| a.ip().to_string())
+}
+
+fn interface_address() -> Option<String> {
+    use nix::net::if_::InterfaceFlags;
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|ifa| {
+        let up = ifa.flags.contains(InterfaceFlags::IFF_UP)
+            && !ifa.flags.contains(InterfaceFlags::IFF_LOOPBACK);
+        let ip = ifa.address?.as_sockaddr_in()?.ip();
+        (up && !ip.is_loopback()).then(|| ip.to_string())
+    })
 }
 
 #[cfg(test)]
