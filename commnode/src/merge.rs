@@ -105,7 +105,16 @@ fn check(reply: SampleReply, tasks: u32, limits: &Limits) -> Result<Checked, Str
 
 /// This process's peak resident memory (VmHWM), KiB; 0 when unknown.
 pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    peak_rss_kib_at("/proc/self/status")
+}
+
+/// Another process's peak resident memory, KiB; 0 when unknown.
+pub fn peak_rss_kib_of(pid: u32) -> u64 {
+    peak_rss_kib_at(&format!("/proc/{pid}/status"))
+}
+
+fn peak_rss_kib_at(status: &str) -> u64 {
+    std::fs::read_to_string(status)
         .ok()
         .and_then(|s| {
             s.lines()

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use strata_commnode::merge::peak_rss_kib_of;
 use strata_filters::synth::{Placement, SynthJob, SynthParams};
 use strata_filters::wire::{self, Limits};
 use strata_filters::{IndexMap, ViewOptions, equivalence_classes, remap, view};
@@ -213,18 +214,6 @@ impl Launcher for EmulatorLauncher {
     }
 }
 
-/// Peak resident memory (VmHWM) of a process, KiB.
-fn peak_rss_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     let params = args.synth.params();
     let tasks = params.daemons as u64 * params.tasks_per_daemon as u64;
@@ -283,11 +272,16 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
     let session_wall = started.elapsed();
     // Peak memory of every process, before they exit.
-    let commnode_rss: Vec<u64> = launcher.local.pids().into_iter().map(peak_rss_of).collect();
+    let commnode_rss: Vec<u64> = launcher
+        .local
+        .pids()
+        .into_iter()
+        .map(peak_rss_kib_of)
+        .collect();
     let emulator_rss: Vec<u64> = launcher
         .children
         .iter()
-        .map(|c| peak_rss_of(c.id()))
+        .map(|c| peak_rss_kib_of(c.id()))
         .collect();
     drop(runtime);
     launcher.reap(Duration::from_secs(10));
