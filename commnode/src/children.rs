@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use strata_proto::auth::{NONCE_LEN, SessionKey, nonce};
 use strata_proto::link::{HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_MESSAGE, ReplyBuffer, SILENCE_LIMIT};
-use strata_proto::overlay::{Challenge, Command, Down, Hello, Role, Up, down, up};
+use strata_proto::overlay::{Challenge, Command, Down, Heartbeat, Hello, Role, Up, down, up};
 use strata_proto::service::overlay_server::{Overlay, OverlayServer};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -100,14 +100,9 @@ impl Drop for Children {
     }
 }
 
-/// The gRPC service: admits children.
+/// The gRPC service: admits children, one [`Admission`] per connection.
 struct Door {
-    key: SessionKey,
-    role: Role,
-    expected: Range<u32>,
-    events: mpsc::Sender<Event>,
-    /// Indices admitted so far: a second child claiming one is refused.
-    admitted: Arc<Mutex<HashSet<u32>>>,
+    admission: Admission,
     log: Arc<dyn Fn(String) + Send + Sync>,
 }
 
@@ -123,13 +118,7 @@ impl Overlay for Door {
             .map_or_else(|| "unknown peer".to_string(), |a| a.to_string());
         let ups = request.into_inner();
         let (tx, rx) = mpsc::channel::<Result<Down, Status>>(64);
-        let door = Admission {
-            key: self.key.clone(),
-            role: self.role,
-            expected: self.expected.clone(),
-            events: self.events.clone(),
-            admitted: self.admitted.clone(),
-        };
+        let door = self.admission.clone();
         let log = self.log.clone();
         tokio::spawn(async move {
             if let Err(reason) = door.run(ups, tx.clone()).await {
@@ -141,11 +130,14 @@ impl Overlay for Door {
     }
 }
 
+/// What admitting a child needs (cloned for every connection).
+#[derive(Clone)]
 struct Admission {
     key: SessionKey,
     role: Role,
     expected: Range<u32>,
     events: mpsc::Sender<Event>,
+    /// Indices admitted so far: a second child claiming one is refused.
     admitted: Arc<Mutex<HashSet<u32>>>,
 }
 
@@ -189,11 +181,9 @@ impl Admission {
             mac: self.key.parent_proof(&hello, &parent_nonce),
             nonce: parent_nonce.clone(),
         };
-        tx.send(Ok(Down {
-            kind: Some(down::Kind::Challenge(challenge)),
-        }))
-        .await
-        .map_err(|_| "closed during the handshake".to_string())?;
+        tx.send(Ok(down::Kind::Challenge(challenge).into()))
+            .await
+            .map_err(|_| "closed during the handshake".to_string())?;
         let proof = match next_up(&mut ups, HANDSHAKE_TIMEOUT).await? {
             up::Kind::Proof(p) => p,
             _ => return Err("no proof after the challenge".into()),
@@ -212,11 +202,7 @@ impl Admission {
         let index = hello.index;
         // The admission: the first message after the proof, before any command, so that a
         // refused child (above) learns it from the refusal instead of a link that just ends.
-        let _ = tx
-            .send(Ok(Down {
-                kind: Some(down::Kind::Heartbeat(Default::default())),
-            }))
-            .await;
+        let _ = tx.send(Ok(heartbeat())).await;
         let _ = self
             .events
             .send(Event::Joined {
@@ -226,19 +212,7 @@ impl Admission {
             })
             .await;
         // Heartbeats down, while the link lives.
-        let beat = tx.clone();
-        let beating = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(HEARTBEAT);
-            loop {
-                tick.tick().await;
-                let msg = Down {
-                    kind: Some(down::Kind::Heartbeat(Default::default())),
-                };
-                if beat.send(Ok(msg)).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let beating = strata_proto::link::heartbeat(tx.clone(), || Ok(heartbeat()));
         let reason = loop {
             match next_up(&mut ups, SILENCE_LIMIT).await {
                 Ok(up::Kind::Heartbeat(_)) => {}
@@ -289,11 +263,13 @@ impl Children {
         let addr = listener.local_addr()?;
         let (events_tx, events) = mpsc::channel(1024);
         let door = Door {
-            key,
-            role,
-            expected: expected.clone(),
-            events: events_tx,
-            admitted: Arc::new(Mutex::new(HashSet::new())),
+            admission: Admission {
+                key,
+                role,
+                expected: expected.clone(),
+                events: events_tx,
+                admitted: Arc::new(Mutex::new(HashSet::new())),
+            },
             log,
         };
         let service = OverlayServer::new(door)
@@ -429,10 +405,10 @@ impl Children {
                 pending.insert(i);
                 continue;
             }
-            let msg = Down {
-                kind: Some(down::Kind::Command(command.clone())),
-            };
-            match link.down.try_send(Ok(msg)) {
+            match link
+                .down
+                .try_send(Ok(down::Kind::Command(command.clone()).into()))
+            {
                 Ok(()) => {
                     pending.insert(i);
                 }
@@ -547,21 +523,16 @@ pub struct Broadcaster {
 impl Broadcaster {
     pub fn send(&self, command: &Command) {
         for tx in self.senders.lock().expect("not poisoned").values() {
-            let _ = tx.try_send(Ok(Down {
-                kind: Some(down::Kind::Command(command.clone())),
-            }));
+            let _ = tx.try_send(Ok(down::Kind::Command(command.clone()).into()));
         }
     }
 }
 
+/// A shutdown for a child that joined too late or whose parent is stopping.
 fn shutdown_command() -> Down {
-    Down {
-        kind: Some(down::Kind::Command(Command {
-            id: u64::MAX,
-            timeout_ms: 5_000,
-            action: Some(strata_proto::overlay::command::Action::Shutdown(
-                Default::default(),
-            )),
-        })),
-    }
+    down::Kind::Command(Command::shutdown(u64::MAX)).into()
+}
+
+fn heartbeat() -> Down {
+    down::Kind::Heartbeat(Heartbeat {}).into()
 }

@@ -91,7 +91,7 @@ pub async fn run(
             let down::Kind::Command(cmd) = kind else {
                 continue;
             };
-            let is_urgent = is_urgent(&cmd);
+            let is_urgent = cmd.is_urgent();
             if is_urgent {
                 urgent.send(&forwarded(&cmd, Instant::now()).0);
             }
@@ -100,7 +100,7 @@ pub async fn run(
             }
         }
         // The parent is gone: nobody will collect results. The subtree detaches and stops.
-        urgent.send(&shutdown());
+        urgent.send(&Command::shutdown(u64::MAX));
     });
     // Task count per child once the rank map is in.
     let mut counts: Vec<(u32, Option<u32>)> = Vec::new();
@@ -173,14 +173,6 @@ pub async fn run(
     Ok(())
 }
 
-/// Detach and shutdown stop whatever runs below: they are sent down at once.
-pub fn is_urgent(cmd: &Command) -> bool {
-    matches!(
-        cmd.action,
-        Some(Action::Detach(_)) | Some(Action::Shutdown(_))
-    )
-}
-
 /// The command as this node forwards it (a shorter timeout), and the deadline for the
 /// children's answers.
 pub fn forwarded(cmd: &Command, received: Instant) -> (Command, Instant) {
@@ -188,15 +180,6 @@ pub fn forwarded(cmd: &Command, received: Instant) -> (Command, Instant) {
     let mut f = cmd.clone();
     f.timeout_ms = budget.as_millis() as u64;
     (f, received + budget)
-}
-
-/// A shutdown for a subtree whose parent is gone.
-pub fn shutdown() -> Command {
-    Command {
-        id: u64::MAX,
-        timeout_ms: 5_000,
-        action: Some(Action::Shutdown(Default::default())),
-    }
 }
 
 /// One command round with the children, forwarding their summed progress up (at most ten
@@ -215,13 +198,14 @@ async fn round(
             let now = Instant::now();
             if now.duration_since(last) >= Duration::from_millis(100) || done == total {
                 last = now;
-                let _ = up.try_send(Up {
-                    kind: Some(up::Kind::Progress(Progress {
+                let _ = up.try_send(
+                    up::Kind::Progress(Progress {
                         command: id,
                         done,
                         total,
-                    })),
-                });
+                    })
+                    .into(),
+                );
             }
         })
         .await

@@ -70,10 +70,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
     tokio::spawn(async move {
         while let Some(kind) = link::next_down(&mut down).await {
             if let down::Kind::Command(cmd) = kind {
-                if matches!(
-                    cmd.action,
-                    Some(Action::Detach(_)) | Some(Action::Shutdown(_))
-                ) {
+                if cmd.is_urgent() {
                     reader_stop.store(true, Ordering::SeqCst);
                 }
                 if queue_tx.send(Some(cmd)).is_err() {
@@ -268,13 +265,14 @@ impl State {
         let joined = tokio::task::spawn_blocking(move || {
             let stop_now = || stop.load(Ordering::SeqCst);
             let mut progress = |k: u32| {
-                let _ = progress_up.try_send(Up {
-                    kind: Some(up::Kind::Progress(Progress {
+                let _ = progress_up.try_send(
+                    up::Kind::Progress(Progress {
                         command: id,
                         done: k as u64 * n,
                         total,
-                    })),
-                });
+                    })
+                    .into(),
+                );
             };
             let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut progress);
             (sampler, sampled)

@@ -29,7 +29,7 @@ use crate::procfs::{self, Pid};
 /// daemon launched into the job's allocation never mistakes itself, a sibling daemon or
 /// their children for ranks: they inherit the job's `SLURM_*` variables and, when launched
 /// with `--mpi=pmix`, even a `PMIX_RANK`.
-pub const STRATA_ROLE_VAR: &str = "STRATA_ROLE";
+pub const STRATA_ROLE_VAR: &str = strata_proto::ROLE_ENV;
 
 /// Which processes make up the job on this node.
 #[derive(Clone, Debug, PartialEq, Eq)]

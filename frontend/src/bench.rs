@@ -187,7 +187,7 @@ impl Launcher for EmulatorLauncher {
                 .arg(format!("--count={}", end - first))
                 .arg(format!("--level={}", self.level))
                 .env(strata_launcher::KEY_ENV, &self.key_hex)
-                .env("STRATA_ROLE", "bench-daemons")
+                .env(strata_launcher::ROLE_ENV, "bench-daemons")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -203,14 +203,7 @@ impl Launcher for EmulatorLauncher {
 
     fn reap(&mut self, grace: Duration) {
         self.local.reap(grace);
-        let end = Instant::now() + grace;
-        for c in &mut self.children {
-            while Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        strata_launcher::reap_children(&mut self.children, grace);
     }
 }
 

@@ -288,12 +288,9 @@ async fn command(
         .await
 }
 
+/// The shutdown a signal sends down the tree.
 fn shutdown_command() -> Command {
-    Command {
-        id: 99,
-        timeout_ms: 10_000,
-        action: Some(Action::Shutdown(Default::default())),
-    }
+    Command::shutdown(99)
 }
 
 /// After a signal: collect the shutdown confirmations (sent already) for a few seconds.

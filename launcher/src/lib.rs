@@ -12,7 +12,24 @@ pub mod local;
 pub mod slurm;
 pub mod topology;
 
+pub use strata_proto::ROLE_ENV;
 pub use strata_proto::auth::KEY_ENV;
+
+/// Waits until `grace` has passed for `children` to exit, then kills (and reaps) the rest:
+/// what every launcher does with its processes once a session is over.
+pub fn reap_children<'a>(
+    children: impl IntoIterator<Item = &'a mut std::process::Child>,
+    grace: std::time::Duration,
+) {
+    let end = std::time::Instant::now() + grace;
+    for c in children {
+        while std::time::Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
 
 /// A resource manager's way of starting strata's processes.
 pub trait Launcher {

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
 
@@ -37,7 +37,7 @@ impl LocalLauncher {
         let mut c = Command::new(&self.exe);
         c.arg(role)
             .env(crate::KEY_ENV, &self.key_hex)
-            .env("STRATA_ROLE", role)
+            .env(crate::ROLE_ENV, role)
             .stdin(Stdio::null())
             .process_group(0);
         c
@@ -50,20 +50,7 @@ impl LocalLauncher {
 
     /// Waits up to `grace` for every started process to exit, then kills the rest.
     fn reap_all(&mut self, grace: Duration) {
-        let end = Instant::now() + grace;
-        for c in &mut self.children {
-            loop {
-                match c.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() >= end => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                }
-            }
-        }
+        crate::reap_children(&mut self.children, grace);
         self.children.clear();
     }
 }

@@ -282,20 +282,9 @@ impl SlurmLauncher {
     /// Waits up to `grace` for the daemons' step to end (they exit after the shutdown),
     /// then ends it: srun killed takes its step's processes with it, on every node.
     fn reap_all(&mut self, grace: Duration) {
-        let end = Instant::now() + grace;
-        for mut srun in self.srun.take().into_iter().chain(self.levels.drain(..)) {
-            loop {
-                match srun.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() >= end => {
-                        let _ = srun.kill();
-                        let _ = srun.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                }
-            }
-        }
+        let mut sruns: Vec<Child> = self.srun.take().into_iter().collect();
+        sruns.append(&mut self.levels);
+        crate::reap_children(&mut sruns, grace);
         self.local.reap(grace);
     }
 }
@@ -348,7 +337,7 @@ impl Launcher for SlurmLauncher {
         let what = || format!("the commnodes with srun in job {}", self.job.id);
         let mut child = srun
             .env(crate::KEY_ENV, &self.key_hex)
-            .env("STRATA_ROLE", "commnode")
+            .env(crate::ROLE_ENV, "commnode")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -410,7 +399,7 @@ impl Launcher for SlurmLauncher {
             .arg("daemon")
             .args(&args)
             .env(crate::KEY_ENV, &self.key_hex)
-            .env("STRATA_ROLE", "daemon")
+            .env(crate::ROLE_ENV, "daemon")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -433,9 +422,7 @@ pub fn this_host_address() -> String {
     {
         return h.trim().to_string();
     }
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into());
+    let name = strata_proto::link::hostname();
     use std::net::ToSocketAddrs;
     let addrs: Vec<SocketAddr> = (name.as_str(), 0)
         .to_socket_addrs()

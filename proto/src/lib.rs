@@ -13,6 +13,10 @@ pub use prost::Message;
 
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The environment variable that marks strata's own processes (`daemon`, `commnode`, ...),
+/// so that discovery never takes one of them for a rank.
+pub const ROLE_ENV: &str = "STRATA_ROLE";
+
 pub mod auth;
 pub mod link;
 pub mod overlay;

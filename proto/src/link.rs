@@ -9,7 +9,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 
 use crate::auth::{NONCE_LEN, SessionKey, nonce};
-use crate::overlay::{Challenge, Down, Hello, MAX_CHUNK, Proof, ReplyChunk, Role, Up, down, up};
+use crate::overlay::{
+    Challenge, Down, Heartbeat, Hello, MAX_CHUNK, Proof, ReplyChunk, Role, Up, down, up,
+};
 use crate::service::overlay_client::OverlayClient;
 
 /// How often each end of a link says it is alive.
@@ -102,11 +104,7 @@ async fn connect_once(
         host: hostname(),
         pid: std::process::id(),
     };
-    let _ = tx
-        .send(Up {
-            kind: Some(up::Kind::Hello(hello.clone())),
-        })
-        .await;
+    let _ = tx.send(up::Kind::Hello(hello.clone()).into()).await;
     let refused = |reason: String| LinkError::Refused {
         addr: addr.to_string(),
         reason,
@@ -149,11 +147,7 @@ async fn connect_once(
         });
     }
     let proof = key.child_proof(&hello, &challenge.nonce);
-    let _ = tx
-        .send(Up {
-            kind: Some(up::Kind::Proof(Proof { mac: proof })),
-        })
-        .await;
+    let _ = tx.send(up::Kind::Proof(Proof { mac: proof }).into()).await;
     // The parent's answer to the proof: a heartbeat admits this child; a refusal (a place
     // already taken) must fail here, not as a link that ends without a word.
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, down.message()).await {
@@ -168,20 +162,25 @@ async fn connect_once(
             ));
         }
     }
-    let beat = tx.clone();
+    heartbeat(tx.clone(), || up::Kind::Heartbeat(Heartbeat {}).into());
+    Ok(ParentLink { up: tx, down })
+}
+
+/// Sends `message()` every [`HEARTBEAT`] on `tx` until its receiver is gone (both ends of a
+/// link say they are alive this way).
+pub fn heartbeat<T: Send + 'static>(
+    tx: mpsc::Sender<T>,
+    message: impl Fn() -> T + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(HEARTBEAT);
         loop {
             tick.tick().await;
-            let msg = Up {
-                kind: Some(up::Kind::Heartbeat(Default::default())),
-            };
-            if beat.send(msg).await.is_err() {
+            if tx.send(message()).await.is_err() {
                 break;
             }
         }
-    });
-    Ok(ParentLink { up: tx, down })
+    })
 }
 
 /// The next message down that is not a heartbeat; `None` when the link is closed, broken
@@ -226,13 +225,12 @@ pub async fn send_reply_bytes(
 }
 
 fn chunk(command: u64, data: Vec<u8>, more: bool) -> Up {
-    Up {
-        kind: Some(up::Kind::Reply(ReplyChunk {
-            command,
-            data,
-            more,
-        })),
-    }
+    up::Kind::Reply(ReplyChunk {
+        command,
+        data,
+        more,
+    })
+    .into()
 }
 
 /// Collects the chunks of one reply, refusing to grow past `limit` bytes.

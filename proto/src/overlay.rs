@@ -34,6 +34,37 @@ pub mod up {
     }
 }
 
+impl From<up::Kind> for Up {
+    fn from(kind: up::Kind) -> Up {
+        Up { kind: Some(kind) }
+    }
+}
+
+impl From<down::Kind> for Down {
+    fn from(kind: down::Kind) -> Down {
+        Down { kind: Some(kind) }
+    }
+}
+
+impl Command {
+    /// Detach and exit, for a whole subtree (sent when a parent is gone or interrupted).
+    pub fn shutdown(id: u64) -> Command {
+        Command {
+            id,
+            timeout_ms: 10_000,
+            action: Some(command::Action::Shutdown(Shutdown {})),
+        }
+    }
+
+    /// Detach and shutdown stop whatever runs below: they are sent down at once.
+    pub fn is_urgent(&self) -> bool {
+        matches!(
+            self.action,
+            Some(command::Action::Detach(_)) | Some(command::Action::Shutdown(_))
+        )
+    }
+}
+
 /// What a parent sends down.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Down {
