@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use strata_filters::wire::Limits;
 use strata_proto::auth::SessionKey;
-use strata_proto::link::{self, ParentLink, send_reply};
-use strata_proto::overlay::{Command, Progress, Role, Up, command::Action, down, up};
+use strata_proto::link::{self, ParentLink, send_reply, send_reply_bytes};
+use strata_proto::overlay::{
+    Command, NodeStat, Progress, Role, SampleReply, Up, command::Action, down, up,
+};
 use tokio::time::Instant;
 
 use crate::children::{Answer, Children};
@@ -130,23 +132,28 @@ pub async fn run(
                     })
                     .collect();
                 let t = std::time::Instant::now();
-                let mut reply = merge::merge_sample(&taking_part, &describe, &limits);
-                let merge_us = t.elapsed().as_micros() as u64;
+                let reply = merge::merge_sample(&taking_part, &describe, &limits);
+                let mut bytes = prost::Message::encode_to_vec(&reply);
                 let bytes_in = taking_part
                     .iter()
                     .filter_map(|(_, _, a)| a.as_ref().ok())
                     .map(|b| b.len() as u64)
                     .sum();
-                let bytes_out = prost::Message::encoded_len(&reply) as u64;
-                reply.stats.push(strata_proto::overlay::NodeStat {
-                    level: place.level,
-                    index: place.index,
-                    merge_us,
-                    bytes_in,
-                    bytes_out,
-                    peak_rss_kib: merge::peak_rss_kib(),
-                });
-                send_reply(&up, cmd.id, &reply).await
+                // This node's cost, appended to the encoded reply: protobuf merges repeated
+                // fields of concatenated messages, so the reply is encoded only once.
+                let stat = SampleReply {
+                    stats: vec![NodeStat {
+                        level: place.level,
+                        index: place.index,
+                        merge_us: t.elapsed().as_micros() as u64,
+                        bytes_in,
+                        bytes_out: bytes.len() as u64,
+                        peak_rss_kib: merge::peak_rss_kib(),
+                    }],
+                    ..SampleReply::default()
+                };
+                bytes.extend(prost::Message::encode_to_vec(&stat));
+                send_reply_bytes(&up, cmd.id, &bytes).await
             }
             Action::Stacks(_) => send_reply(&up, cmd.id, &merge::merge_stacks(&answers)).await,
             Action::Hold(_) | Action::Release(_) => {
