@@ -234,16 +234,7 @@ impl State {
     fn failed_setup(&mut self, message: String, kind: ErrorKind) -> SetupReply {
         self.tasks.clear();
         self.last.clear();
-        SetupReply {
-            daemons: vec![DaemonMap {
-                index: self.index,
-                host: self.host.clone(),
-                error: Some(message),
-                error_kind: kind as i32,
-                ..DaemonMap::default()
-            }],
-            missing: vec![],
-        }
+        failed_map(self.index, &self.host, message, kind)
     }
 
     async fn sample(
@@ -379,19 +370,6 @@ pub fn rank_map(
     opts: &discovery::Options,
     share: u32,
 ) -> (SetupReply, Vec<Task>) {
-    let failed = |message: String, kind: ErrorKind| {
-        let reply = SetupReply {
-            daemons: vec![DaemonMap {
-                index,
-                host: host.to_string(),
-                error: Some(message),
-                error_kind: kind as i32,
-                ..DaemonMap::default()
-            }],
-            missing: vec![],
-        };
-        (reply, Vec::new())
-    };
     let found = match discovery::discover(selector, opts) {
         Ok(found) => found,
         Err(e) => {
@@ -406,7 +384,7 @@ pub fn rank_map(
                 }
                 DiscoveryError::Proc(_) => ErrorKind::Internal,
             };
-            return failed(e.to_string(), kind);
+            return (failed_map(index, host, e.to_string(), kind), Vec::new());
         }
     };
     let mut tasks = found.tasks;
@@ -451,6 +429,20 @@ pub fn rank_map(
         missing: vec![],
     };
     (reply, tasks)
+}
+
+/// The rank map of a daemon whose discovery failed: why, and the exit-code class.
+fn failed_map(index: u32, host: &str, message: String, kind: ErrorKind) -> SetupReply {
+    SetupReply {
+        daemons: vec![DaemonMap {
+            index,
+            host: host.to_string(),
+            error: Some(message),
+            error_kind: kind as i32,
+            ..DaemonMap::default()
+        }],
+        missing: vec![],
+    }
 }
 
 /// Full stacks of the chosen ranks among `tasks` from their last sample, as text.
