@@ -296,11 +296,7 @@ fn tree(
         connect_timeout: Duration::from_secs(20),
         progress,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))?;
+    let runtime = crate::roles::runtime()?;
     let outcome = runtime.block_on(session::run(plan, launcher.as_mut(), key, signals));
     // Closes every link: the tree's processes, their shutdown answered, exit on that.
     drop(runtime);

@@ -255,11 +255,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         connect_timeout: Duration::from_secs(120),
         progress: false,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(internal)?;
+    let runtime = crate::roles::runtime()?;
     let (_never, signals) = std::sync::mpsc::channel();
     let started = Instant::now();
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
@@ -412,11 +408,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
     let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
     let job = Arc::new(SynthJob::new(args.synth.params()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(internal)?;
+    let runtime = crate::roles::runtime()?;
     let parents = Arc::new(args.parents);
     let result: Result<(), String> = runtime.block_on(async {
         let mut tasks = Vec::new();

@@ -90,7 +90,9 @@ fn parse_range(text: &str) -> Result<Range<u32>, String> {
     Ok(a..b)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+/// The async runtime of every networked role (front end, commnode, daemon, emulator): two
+/// workers are plenty for a node's links, and leave the cores to the sampling threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
