@@ -33,56 +33,26 @@ fn strata_slurm(args: &[&str]) -> (i32, String, String) {
 
 /// The pids (in the host's pid namespace) of the job's rank processes, and of the strata
 /// daemons of a session, found through their environments.
-fn job_processes(
-    job: u32,
-    role_daemon: bool,
-) -> Vec<(i32, std::collections::HashMap<String, String>)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let env: std::collections::HashMap<String, String> = env
-            .split(|&b| b == 0)
-            .filter_map(|kv| {
-                let kv = String::from_utf8_lossy(kv);
-                let (k, v) = kv.split_once('=')?;
-                Some((k.to_string(), v.to_string()))
-            })
-            .collect();
-        if env.get("SLURM_JOB_ID").map(String::as_str) != Some(&job.to_string()) {
-            continue;
-        }
-        let is_daemon = env.get("STRATA_ROLE").map(String::as_str) == Some("daemon");
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        let wanted = if role_daemon {
-            is_daemon && comm.trim() == "strata"
-        } else {
-            !is_daemon && comm.trim() == "mpi_ring"
-        };
-        if wanted {
-            found.push((pid, env));
-        }
-    }
-    found
+fn job_processes(job: u32, role_daemon: bool) -> Vec<support::Proc> {
+    support::processes()
+        .into_iter()
+        .filter(|p| {
+            let is_daemon = p.env_is("STRATA_ROLE", "daemon");
+            p.env_is("SLURM_JOB_ID", &job.to_string())
+                && if role_daemon {
+                    is_daemon && p.comm == "strata"
+                } else {
+                    !is_daemon && p.comm == "mpi_ring"
+                }
+        })
+        .collect()
 }
 
 /// Processes of strata (any role) that carry the job's id.
 fn strata_in_job(job: u32) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let p = e.path();
-            std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == "strata")
-                && std::fs::read(p.join("environ")).is_ok_and(|env| {
-                    env.split(|&b| b == 0)
-                        .any(|kv| kv == format!("SLURM_JOB_ID={job}").as_bytes())
-                })
-        })
+    support::processes()
+        .iter()
+        .filter(|p| p.comm == "strata" && p.env_is("SLURM_JOB_ID", &job.to_string()))
         .count()
 }
 
@@ -90,8 +60,8 @@ fn strata_in_job(job: u32) -> usize {
 fn assert_ranks_free(job: &SlurmJob) {
     let ranks = job_processes(job.id, false);
     assert_eq!(ranks.len(), 8, "8 rank processes expected: {ranks:?}");
-    for (pid, _) in ranks {
-        target::assert_free(pid);
+    for p in ranks {
+        target::assert_free(p.pid);
     }
 }
 
@@ -291,8 +261,8 @@ fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
     wait_for(Duration::from_secs(20), || {
         victim = job_processes(job.id, true)
             .into_iter()
-            .find(|(_, env)| env.get("SLURM_NODEID").map(String::as_str) == Some("2"))
-            .map(|(pid, _)| pid);
+            .find(|p| p.env_is("SLURM_NODEID", "2"))
+            .map(|p| p.pid);
         victim.is_some()
     });
     // The rank map is gathered within a second of the launch; sampling takes 4 s.

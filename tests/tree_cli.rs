@@ -96,35 +96,11 @@ fn thirty_two_rank_ring_through_four_daemons() {
 /// A strata process started by `strata attach` (its direct child) in `role`, with its
 /// `--index`.
 fn role_processes(strata_pid: u32, role: &str) -> Vec<(i32, u32)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
-        if ppid != strata_pid {
-            continue;
-        }
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if args.get(1).map(String::as_str) != Some(role) {
-            continue;
-        }
-        let index = args
-            .iter()
-            .position(|a| a == "--index")
-            .and_then(|i| args.get(i + 1)?.parse().ok())
-            .unwrap();
-        found.push((pid, index));
-    }
-    found
+    support::processes()
+        .into_iter()
+        .filter(|p| p.ppid == strata_pid as i32 && p.args.get(1).is_some_and(|a| a == role))
+        .map(|p| (p.pid, p.arg_after("--index").unwrap().parse().unwrap()))
+        .collect()
 }
 
 /// Starts `strata attach` on the ring (long sampling), waits until all its daemons run.

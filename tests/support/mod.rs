@@ -74,3 +74,73 @@ pub fn public_copies(exe: &std::path::Path) -> (tempfile::TempDir, PathBuf, Path
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, bin, public_exe)
 }
+
+/// A process as tests see it in `/proc` (the host's view, nodes' namespaces included).
+#[allow(dead_code)]
+#[derive(Debug, Clone)]
+pub struct Proc {
+    pub pid: i32,
+    pub ppid: i32,
+    pub comm: String,
+    pub args: Vec<String>,
+    pub env: std::collections::HashMap<String, String>,
+}
+
+#[allow(dead_code)]
+impl Proc {
+    /// The value after `flag` on its command line (`--index 3`).
+    pub fn arg_after(&self, flag: &str) -> Option<&str> {
+        let i = self.args.iter().position(|a| a == flag)?;
+        self.args.get(i + 1).map(String::as_str)
+    }
+
+    pub fn env_is(&self, key: &str, value: &str) -> bool {
+        self.env.get(key).is_some_and(|v| v == value)
+    }
+}
+
+/// Every process that can be read now (those that vanish meanwhile are skipped).
+#[allow(dead_code)]
+pub fn processes() -> Vec<Proc> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let comm = stat[stat.find('(').map_or(0, |i| i + 1)..close].to_string();
+        let ppid = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let split = |bytes: Vec<u8>| -> Vec<String> {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        };
+        let args = split(std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default());
+        let env = split(std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default())
+            .into_iter()
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect();
+        found.push(Proc {
+            pid,
+            ppid,
+            comm,
+            args,
+            env,
+        });
+    }
+    found
+}
