@@ -54,6 +54,20 @@ pub fn merge_setup(
     (out, counts)
 }
 
+/// The children taking part in a sample round (those with a task count from the rank map),
+/// each with its answer: what [`merge_sample`] takes.
+pub fn taking_part<'a>(
+    counts: &[(u32, Option<u32>)],
+    answers: &'a [(u32, Answer)],
+) -> Vec<(u32, u32, &'a Answer)> {
+    let by_index: std::collections::HashMap<u32, &Answer> =
+        answers.iter().map(|(i, a)| (*i, a)).collect();
+    counts
+        .iter()
+        .filter_map(|&(i, n)| Some((i, n?, *by_index.get(&i)?)))
+        .collect()
+}
+
 /// A child's sampling result checked against its rank map.
 struct Checked {
     tree_2d: PrefixTree<TaskRuns>,

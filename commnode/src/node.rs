@@ -124,13 +124,7 @@ pub async fn run(
                 send_reply(&up, cmd.id, &reply).await
             }
             Action::Sample(_) => {
-                let taking_part: Vec<(u32, u32, &Answer)> = counts
-                    .iter()
-                    .filter_map(|&(i, n)| {
-                        let a = &answers.iter().find(|(j, _)| *j == i)?.1;
-                        Some((i, n?, a))
-                    })
-                    .collect();
+                let taking_part = merge::taking_part(&counts, &answers);
                 let t = std::time::Instant::now();
                 let reply = merge::merge_sample(&taking_part, &describe, &limits);
                 let mut bytes = prost::Message::encode_to_vec(&reply);

@@ -221,10 +221,7 @@ pub async fn run(
     // The round trip: the daemons' sampling, their replies and every commnode's merge.
     timings.push(("sample (through the tree)", t.elapsed()));
     let t = std::time::Instant::now();
-    let taking_part: Vec<(u32, u32, &Answer)> = counts
-        .iter()
-        .filter_map(|&(i, n)| Some((i, n?, &answers.iter().find(|(j, _)| *j == i)?.1)))
-        .collect();
+    let taking_part = merge::taking_part(&counts, &answers);
     let describe = |i| root.describe(i);
     let sampled = merge::merge_sample(&taking_part, &describe, &Limits::default());
     timings.push(("merge at the root", t.elapsed()));
