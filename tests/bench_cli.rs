@@ -62,3 +62,42 @@ fn merged_trees_equal_the_direct_ones_through_every_tree_shape() {
     let v = bench(&["--daemons", "5", "--tasks-per-daemon", "3", "--depth", "1"]);
     assert_eq!(v["topology"], serde_json::json!([1, 5]));
 }
+
+#[test]
+fn dense_bit_vectors_merge_to_the_same_trees_and_grow_with_the_job() {
+    // The pre-208K-paper baseline: job-wide bit vectors of global ranks on every edge,
+    // or-ed together by the commnodes. Same trees, cyclic placement, three levels, noise.
+    let run = |daemons: &'static str, dense: bool| {
+        let mut args = vec![
+            "--daemons",
+            daemons,
+            "--tasks-per-daemon",
+            "32",
+            "--depth",
+            "3",
+            "--placement",
+            "cyclic",
+            "--noise",
+            "0.02",
+        ];
+        if dense {
+            args.push("--dense");
+        }
+        let v = bench(&args);
+        assert_eq!(v["task_sets"], if dense { "dense" } else { "runs" });
+        // What one daemon sends.
+        let levels = v["levels"].as_array().unwrap();
+        levels.last().unwrap()["bytes_out_max"].as_u64().unwrap()
+    };
+    // 16 times the tasks: a daemon's dense message grows with the job, its task runs do not.
+    let (dense_small, dense_large) = (run("8", true), run("128", true));
+    let (runs_small, runs_large) = (run("8", false), run("128", false));
+    assert!(
+        dense_large > 2 * dense_small,
+        "dense: {dense_small} -> {dense_large} bytes"
+    );
+    assert!(
+        runs_large * 10 < runs_small * 13,
+        "runs: {runs_small} -> {runs_large} bytes"
+    );
+}

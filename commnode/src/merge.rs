@@ -8,6 +8,7 @@
 //! in the session; the root reports the ranks nobody mapped under `[ranks unknown]`.
 
 use prost::Message;
+use strata_filters::dense::DenseBits;
 use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
@@ -68,36 +69,66 @@ pub fn taking_part<'a>(
         .collect()
 }
 
+/// The trees of a sampling round, in the task-set encoding the round asked for.
+enum Trees {
+    /// Subtree-scoped runs, concatenated in child order (strata's encoding).
+    Runs(PrefixTree<TaskRuns>, PrefixTree<TaskRuns>),
+    /// Job-wide bit vectors of global ranks, or-ed together (`strata bench --dense`).
+    Dense(PrefixTree<DenseBits>, PrefixTree<DenseBits>),
+}
+
 /// A child's sampling result checked against its rank map.
 struct Checked {
-    tree_2d: PrefixTree<TaskRuns>,
-    tree_3d: PrefixTree<TaskRuns>,
+    trees: Trees,
     reply: SampleReply,
 }
 
-fn check(reply: SampleReply, tasks: u32, limits: &Limits) -> Result<Checked, String> {
-    let tree = |t: &Option<strata_proto::Tree>| -> Result<PrefixTree<TaskRuns>, String> {
-        let t = t.clone().ok_or("sent no tree")?;
-        let t = wire::decode(t, limits).map_err(|e| format!("sent a bad tree: {e}"))?;
-        if t.task_space() != tasks {
-            return Err(format!(
-                "sent a tree of {} tasks, its rank map has {tasks}",
-                t.task_space()
-            ));
-        }
-        Ok(t)
+fn check(
+    mut reply: SampleReply,
+    tasks: u32,
+    dense: bool,
+    limits: &Limits,
+) -> Result<Checked, String> {
+    let tree = |t: &mut Option<strata_proto::Tree>| -> Result<strata_proto::Tree, String> {
+        t.take().ok_or_else(|| "sent no tree".to_string())
     };
-    let tree_2d = tree(&reply.tree_2d)?;
-    let tree_3d = tree(&reply.tree_3d)?;
+    let (t2, t3) = (tree(&mut reply.tree_2d)?, tree(&mut reply.tree_3d)?);
+    let bad = |e: wire::WireError| format!("sent a bad tree: {e}");
+    let (trees, thread_space) = if dense {
+        let (t2, t3) = (
+            wire::decode_dense(t2, limits).map_err(bad)?,
+            wire::decode_dense(t3, limits).map_err(bad)?,
+        );
+        if t2.task_space() != t3.task_space() {
+            return Err("sent 2D and 3D bit vectors of different lengths".into());
+        }
+        (Trees::Dense(t2, t3), 0)
+    } else {
+        let (t2, t3) = (
+            wire::decode(t2, limits).map_err(bad)?,
+            wire::decode(t3, limits).map_err(bad)?,
+        );
+        for t in [&t2, &t3] {
+            if t.task_space() != tasks {
+                return Err(format!(
+                    "sent a tree of {} tasks, its rank map has {tasks}",
+                    t.task_space()
+                ));
+            }
+        }
+        if t2.thread_space() != t3.thread_space() {
+            return Err("its thread list does not match its trees".into());
+        }
+        let threads = t3.thread_space();
+        (Trees::Runs(t2, t3), threads)
+    };
     if reply.notes.len() != tasks as usize {
         return Err(format!(
             "sent {} task notes for {tasks} tasks",
             reply.notes.len()
         ));
     }
-    if tree_3d.thread_space() as usize != reply.threads.len()
-        || tree_2d.thread_space() != tree_3d.thread_space()
-    {
+    if thread_space as usize != reply.threads.len() {
         return Err("its thread list does not match its trees".into());
     }
     if reply.threads.iter().any(|t| t.task >= tasks) {
@@ -110,11 +141,7 @@ fn check(reply: SampleReply, tasks: u32, limits: &Limits) -> Result<Checked, Str
     {
         return Err("sent a missing range outside its tasks".into());
     }
-    Ok(Checked {
-        tree_2d,
-        tree_3d,
-        reply,
-    })
+    Ok(Checked { trees, reply })
 }
 
 /// This process's peak resident memory (VmHWM), KiB; 0 when unknown.
@@ -148,30 +175,81 @@ pub fn filler_tree(tasks: u32, special: Special) -> PrefixTree<TaskRuns> {
     t
 }
 
+/// The merge of one encoding's trees.
+enum Merger {
+    Runs(ConcatMerge, ConcatMerge),
+    Dense(Option<(PrefixTree<DenseBits>, PrefixTree<DenseBits>)>),
+}
+
+impl Merger {
+    fn push(&mut self, trees: Trees) {
+        match (self, trees) {
+            (Merger::Runs(m2, m3), Trees::Runs(t2, t3)) => {
+                m2.push(&t2);
+                m3.push(&t3);
+            }
+            (Merger::Dense(acc @ None), Trees::Dense(t2, t3)) => *acc = Some((t2, t3)),
+            (Merger::Dense(Some((m2, m3))), Trees::Dense(t2, t3)) => {
+                m2.absorb(&t2);
+                m3.absorb(&t3);
+            }
+            _ => unreachable!("check() decodes in the round's encoding"),
+        }
+    }
+
+    fn push_lost(&mut self, tasks: u32) {
+        match self {
+            Merger::Runs(m2, m3) => {
+                let filler = filler_tree(tasks, Special::DaemonUnreachable);
+                m2.push(&filler);
+                m3.push(&filler);
+            }
+            // A commnode does not know a lost child's global ranks; the root still names
+            // them through `missing` and the rank map.
+            Merger::Dense(_) => {}
+        }
+    }
+
+    fn finish(self, out: &mut SampleReply) {
+        let (t2, t3) = match self {
+            Merger::Runs(m2, m3) => (wire::encode(&m2.finish()), wire::encode(&m3.finish())),
+            Merger::Dense(Some((m2, m3))) => (wire::encode_dense(&m2), wire::encode_dense(&m3)),
+            Merger::Dense(None) => {
+                let empty = PrefixTree::<DenseBits>::new(0, 0);
+                (wire::encode_dense(&empty), wire::encode_dense(&empty))
+            }
+        };
+        out.tree_2d = Some(t2);
+        out.tree_3d = Some(t3);
+    }
+}
+
 /// The children's sampling results merged in index order. `children` holds, per child
-/// taking part (a known task count), its answer.
+/// taking part (a known task count), its answer. `dense` is the round's encoding
+/// ([`strata_proto::overlay::Sample::dense`]).
 pub fn merge_sample(
     children: &[(u32, u32, &Answer)],
     describe: &dyn Fn(u32) -> String,
+    dense: bool,
     limits: &Limits,
 ) -> SampleReply {
-    let mut m2 = ConcatMerge::new();
-    let mut m3 = ConcatMerge::new();
+    let mut merger = if dense {
+        Merger::Dense(None)
+    } else {
+        Merger::Runs(ConcatMerge::new(), ConcatMerge::new())
+    };
     let mut out = SampleReply::default();
     let mut offset = 0u32;
-    let mut thread_offset = 0u32;
     let mut samples: Option<u32> = None;
     for &(i, tasks, answer) in children {
-        match decode::<SampleReply>(answer).and_then(|r| check(r, tasks, limits)) {
+        match decode::<SampleReply>(answer).and_then(|r| check(r, tasks, dense, limits)) {
             Ok(c) => {
-                m2.push(&c.tree_2d);
-                m3.push(&c.tree_3d);
+                merger.push(c.trees);
                 let r = c.reply;
                 out.threads.extend(r.threads.into_iter().map(|mut t| {
                     t.task += offset;
                     t
                 }));
-                thread_offset += c.tree_3d.thread_space();
                 out.notes.extend(r.notes);
                 out.missing.extend(r.missing.into_iter().map(|mut m| {
                     m.first += offset;
@@ -189,9 +267,7 @@ pub fn merge_sample(
                 out.finished_us = out.finished_us.max(r.finished_us);
             }
             Err(reason) => {
-                let filler = filler_tree(tasks, Special::DaemonUnreachable);
-                m2.push(&filler);
-                m3.push(&filler);
+                merger.push_lost(tasks);
                 out.notes.extend((0..tasks).map(|_| TaskNote {
                     error: Some(format!("{}: {reason}", describe(i))),
                     ..TaskNote::default()
@@ -208,10 +284,8 @@ pub fn merge_sample(
         }
         offset += tasks;
     }
-    debug_assert!(thread_offset as usize == out.threads.len());
     out.samples = samples.unwrap_or(0);
-    out.tree_2d = Some(wire::encode(&m2.finish()));
-    out.tree_3d = Some(wire::encode(&m3.finish()));
+    merger.finish(&mut out);
     out
 }
 
@@ -302,7 +376,7 @@ mod tests {
         let lost: Answer = Err("connection closed".into());
         let c = reply(&two_tasks("MPI_Recv"), vec![]);
         let kids = [(0, 2, &a), (1, 3, &lost), (2, 2, &c)];
-        let out = merge_sample(&kids, &|i| format!("daemon {i}"), &Limits::default());
+        let out = merge_sample(&kids, &|i| format!("daemon {i}"), false, &Limits::default());
         assert_eq!(out.missing.len(), 1);
         let m = &out.missing[0];
         assert_eq!((m.first, m.end, m.who.as_str()), (2, 5, "daemon 1"));
@@ -321,12 +395,52 @@ mod tests {
     }
 
     #[test]
+    fn a_dense_round_ors_job_wide_vectors_and_refuses_runs() {
+        use strata_filters::IndexMap;
+        use strata_filters::dense::densify;
+        // Two daemons of a 4-rank job, cyclic: daemon 0 has ranks 0 and 2, daemon 1 has 1, 3.
+        let dense = |f: &str, ranks: Vec<u32>| -> Answer {
+            let t = densify(&two_tasks(f), &IndexMap::new(ranks, 4, "rank").unwrap());
+            Ok(SampleReply {
+                tree_2d: Some(wire::encode_dense(&t)),
+                tree_3d: Some(wire::encode_dense(&t)),
+                notes: vec![TaskNote::default(); 2],
+                samples: 1,
+                ..SampleReply::default()
+            }
+            .encode_to_vec())
+        };
+        let (a, b) = (dense("MPI_Barrier", vec![0, 2]), dense("MPI_Recv", vec![1, 3]));
+        let runs = reply(&two_tasks("MPI_Wait"), vec![]);
+        let kids = [(0, 2, &a), (1, 2, &b), (2, 2, &runs)];
+        let out = merge_sample(&kids, &|i| format!("daemon {i}"), true, &Limits::default());
+        let tree = wire::decode_dense(out.tree_3d.unwrap(), &Limits::default()).unwrap();
+        assert_eq!(tree.task_space(), 4);
+        let ranks_at = |name: &str| {
+            let id = tree
+                .node_ids()
+                .find(|&n| tree.node_frame(n) == Some(&Frame::function(name)))
+                .expect(name);
+            tree.node(id).tasks.indices().collect::<Vec<_>>()
+        };
+        use strata_filters::TaskSet as _;
+        assert_eq!(ranks_at("MPI_Barrier"), vec![0]);
+        assert_eq!(ranks_at("MPI_Recv"), vec![1]);
+        // "other": rank 2 (daemon 0's second task) and rank 3 (daemon 1's).
+        assert_eq!(ranks_at("other"), vec![2, 3]);
+        // The child that sent runs in a dense round is refused, by name.
+        assert_eq!(out.missing.len(), 1);
+        assert!(out.missing[0].reason.contains("bit vectors"), "{:?}", out.missing);
+    }
+
+    #[test]
     fn a_reply_that_does_not_match_the_rank_map_is_refused() {
         let a = reply(&two_tasks("MPI_Barrier"), vec![]);
         // Rank map said 3 tasks; the tree has 2.
         let out = merge_sample(
             &[(0, 3, &a)],
             &|i| format!("daemon {i}"),
+            false,
             &Limits::default(),
         );
         assert_eq!(out.missing.len(), 1);
@@ -346,6 +460,7 @@ mod tests {
         let out = merge_sample(
             &[(0, 2, &bad_thread)],
             &|i| format!("d{i}"),
+            false,
             &Limits::default(),
         );
         assert_eq!(out.missing.len(), 1);
@@ -353,6 +468,7 @@ mod tests {
         let out = merge_sample(
             &[(0, 2, &garbage)],
             &|i| format!("d{i}"),
+            false,
             &Limits::default(),
         );
         assert!(out.missing[0].reason.contains("garbage"));
@@ -373,6 +489,7 @@ mod tests {
         let out = merge_sample(
             &[(0, 2, &a), (1, 2, &b)],
             &|i| format!("d{i}"),
+            false,
             &Limits::default(),
         );
         assert!(out.missing.is_empty(), "{:?}", out.missing);

@@ -123,10 +123,10 @@ pub async fn run(
                 counts = c;
                 send_reply(&up, cmd.id, &reply).await
             }
-            Action::Sample(_) => {
+            Action::Sample(sample) => {
                 let taking_part = merge::taking_part(&counts, &answers);
                 let t = std::time::Instant::now();
-                let reply = merge::merge_sample(&taking_part, &describe, &limits);
+                let reply = merge::merge_sample(&taking_part, &describe, sample.dense, &limits);
                 let mut bytes = prost::Message::encode_to_vec(&reply);
                 let bytes_in = taking_part
                     .iter()

@@ -8,12 +8,15 @@
 //! * [`view`]: granularities and "cut below MPI", derived without re-sampling.
 //! * [`classes`]: equivalence classes.
 //! * [`wire`]: the tree's compact encoding for the tree network.
+//! * [`dense`]: job-wide bit vectors, the pre-208K-paper baseline for `strata bench --dense`.
 //! * [`synth`]: synthetic hangs for tests and benchmarks.
 //!
 //! Design constraint: nothing here may cost time or space proportional to the whole job
-//! except [`remap`] and what runs after it at the root.
+//! except [`remap`] and what runs after it at the root ([`dense`] is the deliberate
+//! exception, kept to measure what that rule saves).
 
 pub mod classes;
+pub mod dense;
 pub mod frame;
 pub mod merge;
 pub mod remap;

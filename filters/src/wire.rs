@@ -3,9 +3,10 @@
 //! A daemon's encoded tree holds its own frames, nodes and subtree-local runs: its size
 //! depends on what its tasks are doing, never on how large the job is.
 
+use crate::dense::DenseBits;
 use crate::frame::{CodeFrame, Frame, FrameId, Special};
-use crate::taskset::TaskRuns;
-use crate::tree::{NodeId, PrefixTree};
+use crate::taskset::{TaskRuns, TaskSet};
+use crate::tree::{Node, NodeId, PrefixTree};
 use strata_proto as pb;
 use strata_proto::Message;
 use thiserror::Error;
@@ -21,6 +22,8 @@ pub enum WireError {
     BadNode { node: usize, problem: String },
     #[error("frame {frame}: {problem}")]
     BadFrame { frame: usize, problem: String },
+    #[error("tree carries {0} where {1} were expected")]
+    Encoding(&'static str, &'static str),
 }
 
 /// Bounds on what a peer may send.
@@ -142,7 +145,27 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
 
 /// Encodes a subtree-scoped tree.
 pub fn encode(tree: &PrefixTree<TaskRuns>) -> pb::Tree {
-    let root = tree.node(NodeId::ROOT);
+    encode_with(tree, |n, out| {
+        out.tasks = encode_runs(&n.tasks);
+        out.threads = encode_runs(&n.threads);
+    })
+}
+
+/// Encodes a tree of job-wide bit vectors (`strata bench --dense`): every node carries
+/// `task_space / 8` bytes.
+pub fn encode_dense(tree: &PrefixTree<DenseBits>) -> pb::Tree {
+    let space = tree.task_space();
+    let mut msg = encode_with(tree, |n, out| out.task_bits = n.tasks.to_bytes(space));
+    msg.dense = true;
+    msg
+}
+
+fn encode_with<S: TaskSet>(
+    tree: &PrefixTree<S>,
+    sets: impl Fn(&Node<S>, &mut pb::Node),
+) -> pb::Tree {
+    let mut root = pb::Node::default();
+    sets(tree.node(NodeId::ROOT), &mut root);
     pb::Tree {
         task_space: tree.task_space(),
         thread_space: tree.thread_space(),
@@ -151,15 +174,20 @@ pub fn encode(tree: &PrefixTree<TaskRuns>) -> pb::Tree {
             .nodes()
             .iter()
             .skip(1)
-            .map(|n| pb::Node {
-                parent: n.parent.expect("non-root").0,
-                frame: n.frame.expect("non-root").0,
-                tasks: encode_runs(&n.tasks),
-                threads: encode_runs(&n.threads),
+            .map(|n| {
+                let mut out = pb::Node {
+                    parent: n.parent.expect("non-root").0,
+                    frame: n.frame.expect("non-root").0,
+                    ..pb::Node::default()
+                };
+                sets(n, &mut out);
+                out
             })
             .collect(),
-        root_tasks: encode_runs(&root.tasks),
-        root_threads: encode_runs(&root.threads),
+        root_tasks: root.tasks,
+        root_threads: root.threads,
+        dense: false,
+        root_task_bits: root.task_bits,
     }
 }
 
@@ -178,6 +206,49 @@ pub fn decode_bytes(bytes: &[u8], limits: &Limits) -> Result<PrefixTree<TaskRuns
 /// indices exist, sibling frames are distinct, sets are coalesced and inside the spaces,
 /// and each node's sets lie inside its parent's.
 pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, WireError> {
+    if msg.dense {
+        return Err(WireError::Encoding("job-wide bit vectors", "task runs"));
+    }
+    let (tasks, threads) = (msg.task_space, msg.thread_space);
+    decode_with(msg, limits, |n| {
+        if !n.task_bits.is_empty() {
+            return Err("carries a bit vector in a tree of task runs".into());
+        }
+        Ok((
+            decode_runs(&n.tasks, tasks)?,
+            decode_runs(&n.threads, threads)?,
+        ))
+    })
+}
+
+/// Validates and builds a tree of job-wide bit vectors (see [`encode_dense`]); such trees
+/// carry no thread sets.
+pub fn decode_dense(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<DenseBits>, WireError> {
+    if !msg.dense {
+        return Err(WireError::Encoding("task runs", "job-wide bit vectors"));
+    }
+    if msg.thread_space != 0 {
+        return Err(WireError::Encoding("thread sets", "job-wide bit vectors"));
+    }
+    let space = msg.task_space;
+    decode_with(msg, limits, |n| {
+        if !n.tasks.is_empty() || !n.threads.is_empty() {
+            return Err("carries task runs in a tree of bit vectors".into());
+        }
+        Ok((
+            DenseBits::from_bytes(&n.task_bits, space)?,
+            DenseBits::default(),
+        ))
+    })
+}
+
+type NodeSets<S> = Result<(S, S), String>;
+
+fn decode_with<S: TaskSet>(
+    mut msg: pb::Tree,
+    limits: &Limits,
+    sets: impl Fn(&pb::Node) -> NodeSets<S>,
+) -> Result<PrefixTree<S>, WireError> {
     if msg.nodes.len() > limits.max_nodes {
         return Err(WireError::TooLarge(
             format!("{} nodes", msg.nodes.len()),
@@ -190,9 +261,9 @@ pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, Wi
             limits.max_frames,
         ));
     }
-    let mut tree: PrefixTree<TaskRuns> = PrefixTree::new(msg.task_space, msg.thread_space);
+    let mut tree: PrefixTree<S> = PrefixTree::new(msg.task_space, msg.thread_space);
     let nframes = msg.frames.len();
-    for (i, f) in msg.frames.into_iter().enumerate() {
+    for (i, f) in std::mem::take(&mut msg.frames).into_iter().enumerate() {
         let frame =
             decode_frame(f, limits).map_err(|problem| WireError::BadFrame { frame: i, problem })?;
         if tree.intern(&frame) != FrameId(i as u32) {
@@ -204,9 +275,16 @@ pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, Wi
     }
     let bad = |node: usize, problem: String| WireError::BadNode { node, problem };
     {
+        let root = pb::Node {
+            tasks: std::mem::take(&mut msg.root_tasks),
+            threads: std::mem::take(&mut msg.root_threads),
+            task_bits: std::mem::take(&mut msg.root_task_bits),
+            ..pb::Node::default()
+        };
+        let (tasks, threads) = sets(&root).map_err(|p| bad(0, p))?;
         let root = tree.node_mut(NodeId::ROOT);
-        root.tasks = decode_runs(&msg.root_tasks, msg.task_space).map_err(|p| bad(0, p))?;
-        root.threads = decode_runs(&msg.root_threads, msg.thread_space).map_err(|p| bad(0, p))?;
+        root.tasks = tasks;
+        root.threads = threads;
     }
     for (i, n) in msg.nodes.into_iter().enumerate() {
         let id = i + 1;
@@ -220,8 +298,7 @@ pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, Wi
         if tree.child(parent, frame).is_some() {
             return Err(bad(id, "a sibling has the same frame".into()));
         }
-        let tasks = decode_runs(&n.tasks, msg.task_space).map_err(|p| bad(id, p))?;
-        let threads = decode_runs(&n.threads, msg.thread_space).map_err(|p| bad(id, p))?;
+        let (tasks, threads) = sets(&n).map_err(|p| bad(id, p))?;
         let p = tree.node(parent);
         if !tasks.difference(&p.tasks).is_empty() || !threads.difference(&p.threads).is_empty() {
             return Err(bad(id, "holds tasks its parent does not".into()));
@@ -233,5 +310,3 @@ pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, Wi
     }
     Ok(tree)
 }
-
-use crate::taskset::TaskSet as _;

@@ -71,6 +71,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         jitter: 0.2,
         threads: args.threads,
         max_frames: 0,
+        dense: false,
     };
     let setup = Setup {
         uid: nix::unistd::getuid().as_raw(),

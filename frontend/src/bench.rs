@@ -15,9 +15,12 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use strata_commnode::merge::peak_rss_kib_of;
+use strata_filters::dense::{densify, to_rank_tree};
 use strata_filters::synth::{Placement, SynthJob, SynthParams};
 use strata_filters::wire::{self, Limits};
-use strata_filters::{IndexMap, ViewOptions, equivalence_classes, remap, view};
+use strata_filters::{
+    IndexMap, PrefixTree, RankSet, ViewOptions, equivalence_classes, remap, view,
+};
 use strata_launcher::local::LocalLauncher;
 use strata_launcher::topology::{Topology, parent_of};
 use strata_launcher::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
@@ -125,6 +128,10 @@ pub struct BenchArgs {
     /// Write the measurements as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Send job-wide bit vectors of global ranks at every level and merge them by union,
+    /// as STAT did before the 208K paper: the baseline whose cost grows with the job.
+    #[arg(long)]
+    pub dense: bool,
 }
 
 /// The hidden role: `count` emulated daemons from `first` on.
@@ -141,6 +148,9 @@ pub struct EmulatorArgs {
     /// The daemons' level in the tree (for their measurements).
     #[arg(long)]
     pub level: u32,
+    /// Prepare replies of job-wide bit vectors (`strata bench --dense`).
+    #[arg(long)]
+    pub dense: bool,
 }
 
 fn internal(e: impl std::fmt::Display) -> Failure {
@@ -157,6 +167,7 @@ struct EmulatorLauncher {
     synth: SynthArgs,
     emulators: u32,
     level: u32,
+    dense: bool,
     children: Vec<Child>,
 }
 
@@ -186,6 +197,7 @@ impl Launcher for EmulatorLauncher {
                 .arg(format!("--first={first}"))
                 .arg(format!("--count={}", end - first))
                 .arg(format!("--level={}", self.level))
+                .args(self.dense.then_some("--dense"))
                 .env(strata_launcher::KEY_ENV, &self.key_hex)
                 .env(strata_launcher::ROLE_ENV, "bench-daemons")
                 .stdin(Stdio::null())
@@ -227,6 +239,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         synth: args.synth.clone(),
         emulators: args.emulators,
         level: topology.depth(),
+        dense: args.dense,
         children: Vec::new(),
     };
     eprintln!(
@@ -250,6 +263,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
             jitter: 0.0,
             threads: false,
             max_frames: 0,
+            dense: args.dense,
         },
         stacks_of: vec![],
         connect_timeout: Duration::from_secs(120),
@@ -279,7 +293,8 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         Outcome::Interrupted(_) => return Ok(Exit::Interrupted),
     };
 
-    // The root's remap, as attach does it.
+    // The root's remap, as attach does it. The index map depends only on the rank map (a
+    // resample reuses it), so it is timed on its own; "to_root" includes it.
     let t = Instant::now();
     let ranks: Vec<u32> = gathered
         .rank_map
@@ -288,16 +303,14 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         .flat_map(|d| d.tasks.iter().map(|t| t.rank))
         .collect();
     let index_map = IndexMap::new(ranks, tasks as u32, "rank").map_err(internal)?;
-    let decode = |t: &Option<strata_proto::Tree>| {
-        wire::decode(t.clone().unwrap_or_default(), &Limits::default()).map_err(internal)
+    let index_built = t.elapsed();
+    let (tree_2d, tree_3d, decoded, remapped) =
+        root_trees(&gathered.sampled, &index_map, args.dense)?;
+    let index_built = if args.dense {
+        Duration::ZERO
+    } else {
+        index_built
     };
-    let merged_3d = decode(&gathered.sampled.tree_3d)?;
-    let merged_2d = decode(&gathered.sampled.tree_2d)?;
-    let decoded = t.elapsed();
-    let t = Instant::now();
-    let tree_3d = remap(&merged_3d, &index_map, None).map_err(internal)?;
-    let tree_2d = remap(&merged_2d, &index_map, None).map_err(internal)?;
-    let remapped = t.elapsed();
     let t = Instant::now();
     let shown = view(&tree_3d, ViewOptions::default());
     let classes = equivalence_classes(&shown);
@@ -338,6 +351,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         "eqclasses": params.classes,
         "samples": params.samples,
         "placement": format!("{:?}", params.placement).to_lowercase(),
+        "task_sets": if args.dense { "dense" } else { "runs" },
         "topology": topology.levels(),
         "ms": {
             "launch": phase("launch"),
@@ -346,10 +360,11 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
             "sample_through_tree": phase("sample (through the tree)"),
             "merge_at_root": phase("merge at the root"),
             "decode_at_root": decoded.as_secs_f64() * 1e3,
+            "index_map": index_built.as_secs_f64() * 1e3,
             "remap": remapped.as_secs_f64() * 1e3,
             "view_and_classes": viewed.as_secs_f64() * 1e3,
             "to_root": (phase("sample (through the tree)") + phase("merge at the root")
-                + decoded.as_secs_f64() * 1e3 + remapped.as_secs_f64() * 1e3),
+                + (decoded + index_built + remapped).as_secs_f64() * 1e3),
             "session_wall": session_wall.as_secs_f64() * 1e3,
         },
         "levels": levels,
@@ -404,6 +419,41 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     Ok(Exit::Complete)
 }
 
+/// The merged trees in rank order, as the root builds them, and the time to decode them
+/// and to remap them. In dense mode the "remap" turns job-wide vectors into rank sets.
+fn root_trees(
+    sampled: &SampleReply,
+    index_map: &IndexMap,
+    dense: bool,
+) -> Result<(RankTree, RankTree, Duration, Duration), Failure> {
+    let limits = Limits::default();
+    let tree = |t: &Option<strata_proto::Tree>| t.clone().unwrap_or_default();
+    let t = Instant::now();
+    if dense {
+        let decode = |t| wire::decode_dense(t, &limits).map_err(internal);
+        let (m2, m3) = (
+            decode(tree(&sampled.tree_2d))?,
+            decode(tree(&sampled.tree_3d))?,
+        );
+        let decoded = t.elapsed();
+        let t = Instant::now();
+        let (t2, t3) = (to_rank_tree(&m2), to_rank_tree(&m3));
+        return Ok((t2, t3, decoded, t.elapsed()));
+    }
+    let decode = |t| wire::decode(t, &limits).map_err(internal);
+    let (m2, m3) = (
+        decode(tree(&sampled.tree_2d))?,
+        decode(tree(&sampled.tree_3d))?,
+    );
+    let decoded = t.elapsed();
+    let t = Instant::now();
+    let t3 = remap(&m3, index_map, None).map_err(internal)?;
+    let t2 = remap(&m2, index_map, None).map_err(internal)?;
+    Ok((t2, t3, decoded, t.elapsed()))
+}
+
+type RankTree = PrefixTree<RankSet>;
+
 /// `strata bench-daemons`: emulated daemons answering the real protocol.
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
     let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
@@ -415,7 +465,7 @@ pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
         for i in args.first..args.first + args.count {
             let (job, parents, key) = (job.clone(), parents.clone(), key.clone());
             tasks.push(tokio::spawn(async move {
-                emulate_one(&job, &parents, i, args.level, &key).await
+                emulate_one(&job, &parents, i, args.level, args.dense, &key).await
             }));
         }
         // A daemon that cannot link is reported by its parent as missing; the others go on.
@@ -442,6 +492,7 @@ async fn emulate_one(
     parents: &[String],
     index: u32,
     level: u32,
+    dense: bool,
     key: &SessionKey,
 ) -> Result<(), String> {
     let daemons = job.params.daemons;
@@ -459,11 +510,15 @@ async fn emulate_one(
                 let sent = send_reply(&up, cmd.id, &setup_reply(job, index)).await;
                 // The sample reply is built now, outside the measured rounds (a real daemon
                 // spends this time sampling; `strata bench` measures the tree).
-                prepared = Some(sample_reply(job, index, level));
+                prepared = Some(sample_reply(job, index, level, dense));
                 sent
             }
-            Some(Action::Sample(_)) => {
-                let bytes = prepared.get_or_insert_with(|| sample_reply(job, index, level));
+            Some(Action::Sample(s)) => {
+                if s.dense != dense {
+                    prepared = None;
+                }
+                let bytes =
+                    prepared.get_or_insert_with(|| sample_reply(job, index, level, s.dense));
                 send_reply_bytes(&up, cmd.id, bytes).await
             }
             Some(Action::Shutdown(_)) => {
@@ -526,11 +581,23 @@ fn setup_reply(job: &SynthJob, d: u32) -> SetupReply {
     }
 }
 
-fn sample_reply(job: &SynthJob, d: u32, level: u32) -> Vec<u8> {
+fn sample_reply(job: &SynthJob, d: u32, level: u32, dense: bool) -> Vec<u8> {
     let p = &job.params;
+    let (tree_2d, tree_3d) = (job.daemon_tree(d, p.samples - 1), job.daemon_tree(d, 0));
+    let (tree_2d, tree_3d) = if dense {
+        // Global ranks in job-wide vectors, as a daemon of the original STAT sent them.
+        let ranks = IndexMap::new(job.rank_map(d), job.ranks(), "rank")
+            .expect("synthetic rank maps are valid");
+        (
+            wire::encode_dense(&densify(&tree_2d, &ranks)),
+            wire::encode_dense(&densify(&tree_3d, &ranks)),
+        )
+    } else {
+        (wire::encode(&tree_2d), wire::encode(&tree_3d))
+    };
     let mut reply = SampleReply {
-        tree_2d: Some(wire::encode(&job.daemon_tree(d, p.samples - 1))),
-        tree_3d: Some(wire::encode(&job.daemon_tree(d, 0))),
+        tree_2d: Some(tree_2d),
+        tree_3d: Some(tree_3d),
         threads: vec![],
         notes: vec![
             TaskNote {

@@ -20,7 +20,7 @@ use strata_launcher::topology::{Topology, children_of, parent_of};
 use strata_launcher::{CommnodeSpec, DaemonSpec, Launcher};
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    Command, Role, SampleReply, Setup, SetupReply, StacksReply, command::Action,
+    Command, Role, Sample, SampleReply, Setup, SetupReply, StacksReply, command::Action,
 };
 use tokio::time::Instant;
 
@@ -29,7 +29,7 @@ use tokio::time::Instant;
 pub struct Plan {
     pub topology: Topology,
     pub setup: Setup,
-    pub sample: strata_proto::overlay::Sample,
+    pub sample: Sample,
     /// Ranks whose full stacks are wanted after sampling.
     pub stacks_of: Vec<u32>,
     /// How long the daemons may take to start and join.
@@ -59,206 +59,30 @@ pub struct Gathered {
 #[derive(Debug)]
 pub struct SessionError(pub String);
 
-/// Runs a whole session on the current tokio runtime.
+/// Runs a whole session on the current tokio runtime: open, sample once, read the stacks
+/// asked for, shut the tree down.
 pub async fn run(
     plan: Plan,
     launcher: &mut dyn Launcher,
     key: SessionKey,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
 ) -> Result<Outcome, SessionError> {
-    let topo = &plan.topology;
-    let levels = topo.levels().to_vec();
-    let depth = levels.len() - 1;
-    let mut timings = Vec::new();
-    let t0 = std::time::Instant::now();
-
-    // The root's children: the first commnode level, or the daemons.
-    let first_role = if depth == 1 {
-        Role::Daemon
-    } else {
-        Role::Commnode
+    let mut session = match Session::open(&plan, launcher, key, signals).await? {
+        Opened::Ready(s) => s,
+        Opened::Interrupted(sig) => return Ok(Outcome::Interrupted(sig)),
     };
-    let below: Vec<std::ops::Range<u32>> =
-        (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
-    let describe = Box::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
-    let listen: SocketAddr = format!("{}:0", launcher.listen_host())
-        .parse()
-        .map_err(|e| SessionError(format!("bad listen address: {e}")))?;
-    let mut root = Children::listen(
-        listen,
-        key,
-        first_role,
-        0..levels[1],
-        describe,
-        Arc::new(|line| eprintln!("strata: warning: {line}")),
-    )
-    .await
-    .map_err(|e| SessionError(format!("cannot listen on {listen}: {e}")))?;
-
-    // Signals: a shutdown goes down the tree at once; the session notices at its next step.
-    let interrupted: Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>> = Default::default();
-    let woken = Arc::new(tokio::sync::Notify::new());
-    {
-        let urgent = root.broadcaster();
-        let interrupted = interrupted.clone();
-        let woken = woken.clone();
-        std::thread::Builder::new()
-            .name("strata-interrupt".into())
-            .spawn(move || {
-                if let Ok(sig) = signals.recv() {
-                    *interrupted.lock().expect("not poisoned") = Some(sig);
-                    urgent.send(&shutdown_command());
-                    woken.notify_one();
-                }
-            })
-            .map_err(|e| SessionError(format!("cannot start a thread: {e}")))?;
-    }
-    let stopped = || *interrupted.lock().expect("not poisoned");
-
-    let bar = Bar::new(plan.progress);
-    bar.phase(&format!("starting the tree ({})", topo.describe()));
-    // Commnodes, level by level: a level's parents must listen before it starts.
-    let mut parents: Vec<SocketAddr> = vec![root.addr()];
-    for l in 1..depth {
-        let specs: Vec<CommnodeSpec> = (0..levels[l])
-            .map(|j| {
-                let children = children_of(j, levels[l + 1], levels[l]);
-                CommnodeSpec {
-                    index: j,
-                    level: l as u32,
-                    parent: parents[parent_of(j, levels[l], levels[l - 1]) as usize],
-                    child_daemons: children
-                        .clone()
-                        .map(|c| topo.daemons_below(l + 1, c))
-                        .collect(),
-                    children,
-                    children_are_daemons: l + 1 == depth,
-                    listen_host: launcher.listen_host(),
-                }
-            })
-            .collect();
-        parents = launcher
-            .start_commnodes(&specs)
-            .map_err(|e| SessionError(e.to_string()))?;
-    }
-    launcher
-        .start_daemons(&DaemonSpec {
-            daemons: topo.daemons(),
-            parents,
-        })
-        .map_err(|e| SessionError(e.to_string()))?;
-
-    timings.push(("launch", t0.elapsed()));
-    let t = std::time::Instant::now();
-    let expected = levels[1] as usize;
-    bar.count(
-        if first_role == Role::Daemon {
-            "connecting daemons"
-        } else {
-            "connecting commnodes"
-        },
-        expected as u64,
-    );
-    let deadline = Instant::now() + plan.connect_timeout;
-    // Interruptible: a child that never connects must not hold a Ctrl-C for 20 s.
-    let joined = tokio::select! {
-        n = root.wait_joined(deadline, |n| bar.set(n as u64)) => n,
-        _ = woken.notified() => 0,
+    let Some(sampled) = session.sample(&plan.sample).await else {
+        return Ok(session.finish_interrupted().await);
     };
-    timings.push(("connect", t.elapsed()));
-    if let Some(sig) = stopped() {
-        return Ok(finish_interrupted(&mut root, sig, &bar).await);
-    }
-    if joined == 0 {
-        bar.clear();
-        return Err(SessionError(format!(
-            "no {} connected within {} s: {}",
-            if first_role == Role::Daemon {
-                "daemon"
-            } else {
-                "commnode"
-            },
-            plan.connect_timeout.as_secs(),
-            root.absence(0)
-        )));
-    }
-
-    // The rank map, once. The commnodes below wait for their own children first.
-    let t = std::time::Instant::now();
-    bar.phase("gathering the rank map");
-    let setup_timeout = plan.connect_timeout + Duration::from_secs(30);
-    let answers = command(
-        &mut root,
-        1,
-        setup_timeout,
-        Action::Setup(plan.setup.clone()),
-        |_, _| {},
-    )
-    .await;
-    let describe = |i| root.describe(i);
-    let (rank_map, counts) = merge::merge_setup(&answers, &describe);
-    timings.push(("rank map", t.elapsed()));
-    if let Some(sig) = stopped() {
-        return Ok(finish_interrupted(&mut root, sig, &bar).await);
-    }
-    let tasks: u64 = rank_map.daemons.iter().map(|d| d.tasks.len() as u64).sum();
-
-    // Sampling.
-    let t = std::time::Instant::now();
-    let s = &plan.sample;
-    let per_sample =
-        Duration::from_micros(s.interval_us).mul_f64(1.0 + s.jitter) + Duration::from_secs(3);
-    let sample_timeout = Duration::from_secs(30) + per_sample * s.samples;
-    bar.count("sampling", tasks * s.samples as u64);
-    let answers = command(
-        &mut root,
-        2,
-        sample_timeout,
-        Action::Sample(s.clone()),
-        |done, _| bar.set(done),
-    )
-    .await;
-    // The round trip: the daemons' sampling, their replies and every commnode's merge.
-    timings.push(("sample (through the tree)", t.elapsed()));
-    let t = std::time::Instant::now();
-    let taking_part = merge::taking_part(&counts, &answers);
-    let describe = |i| root.describe(i);
-    let sampled = merge::merge_sample(&taking_part, &describe, &Limits::default());
-    timings.push(("merge at the root", t.elapsed()));
-    if let Some(sig) = stopped() {
-        return Ok(finish_interrupted(&mut root, sig, &bar).await);
-    }
-
     let mut stacks = StacksReply::default();
     if !plan.stacks_of.is_empty() {
-        let t = std::time::Instant::now();
-        bar.phase("reading full stacks");
-        let answers = command(
-            &mut root,
-            3,
-            Duration::from_secs(30),
-            Action::Stacks(strata_proto::overlay::Stacks {
-                ranks: plan.stacks_of.clone(),
-            }),
-            |_, _| {},
-        )
-        .await;
-        stacks = merge::merge_stacks(&answers);
-        timings.push(("stacks", t.elapsed()));
+        match session.stacks(plan.stacks_of.clone()).await {
+            Some(s) => stacks = s,
+            None => return Ok(session.finish_interrupted().await),
+        }
     }
-    let t = std::time::Instant::now();
-    bar.phase("detaching");
-    let _ = command(
-        &mut root,
-        4,
-        Duration::from_secs(10),
-        Action::Shutdown(Default::default()),
-        |_, _| {},
-    )
-    .await;
-    timings.push(("shutdown", t.elapsed()));
-    bar.clear();
-    if let Some(sig) = stopped() {
+    let (rank_map, timings, interrupted) = session.close().await;
+    if let Some(sig) = interrupted {
         return Ok(Outcome::Interrupted(sig));
     }
     Ok(Outcome::Done(Box::new(Gathered {
@@ -269,47 +93,366 @@ pub async fn run(
     })))
 }
 
-async fn command(
-    root: &mut Children,
-    id: u64,
-    timeout: Duration,
-    action: Action,
-    progress: impl FnMut(u64, u64),
-) -> Vec<(u32, Answer)> {
-    let cmd = Command {
-        id,
-        timeout_ms: timeout.as_millis() as u64,
-        action: Some(action),
-    };
-    root.round(&cmd, Instant::now() + timeout, false, progress)
-        .await
+/// What [`Session::open`] came to.
+#[derive(Debug)]
+pub enum Opened {
+    Ready(Box<Session>),
+    /// A signal arrived while the tree was starting; it has been shut down.
+    Interrupted(nix::sys::signal::Signal),
 }
 
-/// The shutdown a signal sends down the tree.
+/// An open session: the tree is up and the rank map gathered. Commands can be sent until
+/// [`Session::close`] (a live `strata attach -i` samples as often as the user asks).
+pub struct Session {
+    root: Children,
+    interrupted: Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>>,
+    bar: Bar,
+    /// Where the children's warnings go: stderr, or a buffer while a full-screen UI owns
+    /// the terminal.
+    warnings: Arc<std::sync::Mutex<Option<Vec<String>>>>,
+    counts: Vec<(u32, Option<u32>)>,
+    next_id: u64,
+    pub rank_map: SetupReply,
+    /// Per phase, wall time (a phase run twice appears twice).
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("tasks", &self.tasks())
+            .field("next_id", &self.next_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Launches the tree `plan` describes, waits for its children and gathers the rank map.
+    pub async fn open(
+        plan: &Plan,
+        launcher: &mut dyn Launcher,
+        key: SessionKey,
+        signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+    ) -> Result<Opened, SessionError> {
+        let topo = &plan.topology;
+        let levels = topo.levels().to_vec();
+        let depth = levels.len() - 1;
+        let mut timings = Vec::new();
+        let t0 = std::time::Instant::now();
+
+        // The root's children: the first commnode level, or the daemons.
+        let first_role = if depth == 1 {
+            Role::Daemon
+        } else {
+            Role::Commnode
+        };
+        let below: Vec<std::ops::Range<u32>> =
+            (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
+        let describe = Box::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
+        let listen: SocketAddr = format!("{}:0", launcher.listen_host())
+            .parse()
+            .map_err(|e| SessionError(format!("bad listen address: {e}")))?;
+        let warnings: Arc<std::sync::Mutex<Option<Vec<String>>>> = Default::default();
+        let log = {
+            let warnings = warnings.clone();
+            Arc::new(
+                move |line: String| match warnings.lock().expect("not poisoned").as_mut() {
+                    Some(buffer) => buffer.push(line),
+                    None => eprintln!("strata: warning: {line}"),
+                },
+            )
+        };
+        let root = Children::listen(listen, key, first_role, 0..levels[1], describe, log)
+            .await
+            .map_err(|e| SessionError(format!("cannot listen on {listen}: {e}")))?;
+
+        // Signals: a shutdown goes down the tree at once; the session notices at its next
+        // step.
+        let interrupted: Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>> =
+            Default::default();
+        let woken = Arc::new(tokio::sync::Notify::new());
+        {
+            let urgent = root.broadcaster();
+            let interrupted = interrupted.clone();
+            let woken = woken.clone();
+            std::thread::Builder::new()
+                .name("strata-interrupt".into())
+                .spawn(move || {
+                    if let Ok(sig) = signals.recv() {
+                        *interrupted.lock().expect("not poisoned") = Some(sig);
+                        urgent.send(&shutdown_command());
+                        woken.notify_one();
+                    }
+                })
+                .map_err(|e| SessionError(format!("cannot start a thread: {e}")))?;
+        }
+        let bar = Bar::new(plan.progress);
+        let mut session = Session {
+            root,
+            interrupted,
+            bar,
+            warnings,
+            counts: Vec::new(),
+            next_id: 1,
+            rank_map: SetupReply::default(),
+            timings: Vec::new(),
+        };
+
+        session
+            .bar
+            .phase(&format!("starting the tree ({})", topo.describe()));
+        // Commnodes, level by level: a level's parents must listen before it starts.
+        let mut parents: Vec<SocketAddr> = vec![session.root.addr()];
+        for l in 1..depth {
+            let specs: Vec<CommnodeSpec> = (0..levels[l])
+                .map(|j| {
+                    let children = children_of(j, levels[l + 1], levels[l]);
+                    CommnodeSpec {
+                        index: j,
+                        level: l as u32,
+                        parent: parents[parent_of(j, levels[l], levels[l - 1]) as usize],
+                        child_daemons: children
+                            .clone()
+                            .map(|c| topo.daemons_below(l + 1, c))
+                            .collect(),
+                        children,
+                        children_are_daemons: l + 1 == depth,
+                        listen_host: launcher.listen_host(),
+                    }
+                })
+                .collect();
+            parents = launcher
+                .start_commnodes(&specs)
+                .map_err(|e| SessionError(e.to_string()))?;
+        }
+        launcher
+            .start_daemons(&DaemonSpec {
+                daemons: topo.daemons(),
+                parents,
+            })
+            .map_err(|e| SessionError(e.to_string()))?;
+
+        timings.push(("launch", t0.elapsed()));
+        let t = std::time::Instant::now();
+        let expected = levels[1] as usize;
+        session.bar.count(
+            if first_role == Role::Daemon {
+                "connecting daemons"
+            } else {
+                "connecting commnodes"
+            },
+            expected as u64,
+        );
+        let deadline = Instant::now() + plan.connect_timeout;
+        // Interruptible: a child that never connects must not hold a Ctrl-C for 20 s.
+        let bar = &session.bar;
+        let joined = tokio::select! {
+            n = session.root.wait_joined(deadline, |n| bar.set(n as u64)) => n,
+            _ = woken.notified() => 0,
+        };
+        timings.push(("connect", t.elapsed()));
+        if let Some(sig) = session.stopped() {
+            return Ok(Opened::Interrupted(
+                session.finish_interrupted_with(sig).await,
+            ));
+        }
+        if joined == 0 {
+            session.bar.clear();
+            return Err(SessionError(format!(
+                "no {} connected within {} s: {}",
+                if first_role == Role::Daemon {
+                    "daemon"
+                } else {
+                    "commnode"
+                },
+                plan.connect_timeout.as_secs(),
+                session.root.absence(0)
+            )));
+        }
+
+        // The rank map, once. The commnodes below wait for their own children first.
+        let t = std::time::Instant::now();
+        session.bar.phase("gathering the rank map");
+        let setup_timeout = plan.connect_timeout + Duration::from_secs(30);
+        let answers = session
+            .command(setup_timeout, Action::Setup(plan.setup.clone()), |_, _| {})
+            .await;
+        let describe = |i| session.root.describe(i);
+        let (rank_map, counts) = merge::merge_setup(&answers, &describe);
+        timings.push(("rank map", t.elapsed()));
+        session.rank_map = rank_map;
+        session.counts = counts;
+        session.timings = timings;
+        if let Some(sig) = session.stopped() {
+            return Ok(Opened::Interrupted(
+                session.finish_interrupted_with(sig).await,
+            ));
+        }
+        Ok(Opened::Ready(Box::new(session)))
+    }
+
+    /// The signal that interrupted the session, if one did.
+    pub fn stopped(&self) -> Option<nix::sys::signal::Signal> {
+        *self.interrupted.lock().expect("not poisoned")
+    }
+
+    /// From now on, no progress bar, and the children's warnings are kept for
+    /// [`Session::take_warnings`] instead of written to stderr (a full-screen UI owns the
+    /// terminal).
+    pub fn quiet(&mut self) {
+        self.bar.clear();
+        self.bar = Bar::new(false);
+        let mut w = self.warnings.lock().expect("not poisoned");
+        if w.is_none() {
+            *w = Some(Vec::new());
+        }
+    }
+
+    /// The warnings kept since the last call (see [`Session::quiet`]).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .expect("not poisoned")
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Tasks in the rank map.
+    pub fn tasks(&self) -> u64 {
+        self.rank_map
+            .daemons
+            .iter()
+            .map(|d| d.tasks.len() as u64)
+            .sum()
+    }
+
+    /// Samples every task through the tree and merges the replies; `None` when a signal
+    /// interrupted it (call [`Session::finish_interrupted`] then).
+    pub async fn sample(&mut self, s: &Sample) -> Option<SampleReply> {
+        if self.stopped().is_some() {
+            return None;
+        }
+        let t = std::time::Instant::now();
+        let per_sample =
+            Duration::from_micros(s.interval_us).mul_f64(1.0 + s.jitter) + Duration::from_secs(3);
+        let sample_timeout = Duration::from_secs(30) + per_sample * s.samples;
+        self.bar.count("sampling", self.tasks() * s.samples as u64);
+        let bar = Bar(self.bar.0.clone());
+        let answers = self
+            .command(sample_timeout, Action::Sample(s.clone()), |done, _| {
+                bar.set(done)
+            })
+            .await;
+        // The round trip: the daemons' sampling, their replies and every commnode's merge.
+        self.timings
+            .push(("sample (through the tree)", t.elapsed()));
+        let t = std::time::Instant::now();
+        let taking_part = merge::taking_part(&self.counts, &answers);
+        let describe = |i| self.root.describe(i);
+        let sampled = merge::merge_sample(&taking_part, &describe, s.dense, &Limits::default());
+        self.timings.push(("merge at the root", t.elapsed()));
+        self.bar.phase("sampled");
+        if self.stopped().is_some() {
+            return None;
+        }
+        Some(sampled)
+    }
+
+    /// The full stacks (every thread) of `ranks`, as their daemons render them; `None`
+    /// when a signal interrupted it.
+    pub async fn stacks(&mut self, ranks: Vec<u32>) -> Option<StacksReply> {
+        if self.stopped().is_some() {
+            return None;
+        }
+        let t = std::time::Instant::now();
+        self.bar.phase("reading full stacks");
+        let answers = self
+            .command(
+                Duration::from_secs(30),
+                Action::Stacks(strata_proto::overlay::Stacks { ranks }),
+                |_, _| {},
+            )
+            .await;
+        self.timings.push(("stacks", t.elapsed()));
+        if self.stopped().is_some() {
+            return None;
+        }
+        Some(merge::merge_stacks(&answers))
+    }
+
+    /// Shuts the tree down (every daemon detaches and exits). Returns the rank map, the
+    /// timings, and the signal that interrupted the session, if any.
+    pub async fn close(
+        mut self,
+    ) -> (
+        SetupReply,
+        Vec<(&'static str, Duration)>,
+        Option<nix::sys::signal::Signal>,
+    ) {
+        let t = std::time::Instant::now();
+        self.bar.phase("detaching");
+        let _ = self
+            .command(
+                Duration::from_secs(10),
+                Action::Shutdown(Default::default()),
+                |_, _| {},
+            )
+            .await;
+        self.timings.push(("shutdown", t.elapsed()));
+        self.bar.clear();
+        let sig = self.stopped();
+        (self.rank_map, self.timings, sig)
+    }
+
+    /// After a signal: collect the shutdown confirmations (sent already) for a few seconds.
+    pub async fn finish_interrupted(mut self) -> Outcome {
+        let sig = self.stopped().expect("called after a signal");
+        Outcome::Interrupted(self.finish_interrupted_with(sig).await)
+    }
+
+    async fn finish_interrupted_with(
+        &mut self,
+        sig: nix::sys::signal::Signal,
+    ) -> nix::sys::signal::Signal {
+        self.bar.phase("interrupted: detaching");
+        // Sent again: children that joined after the signal have not had it; the others
+        // answer once and ignore the copy.
+        let cmd = shutdown_command();
+        let _ = self
+            .root
+            .round(
+                &cmd,
+                Instant::now() + Duration::from_secs(10),
+                false,
+                |_, _| {},
+            )
+            .await;
+        self.bar.clear();
+        sig
+    }
+
+    async fn command(
+        &mut self,
+        timeout: Duration,
+        action: Action,
+        progress: impl FnMut(u64, u64),
+    ) -> Vec<(u32, Answer)> {
+        let cmd = Command {
+            id: self.next_id,
+            timeout_ms: timeout.as_millis() as u64,
+            action: Some(action),
+        };
+        self.next_id += 1;
+        self.root
+            .round(&cmd, Instant::now() + timeout, false, progress)
+            .await
+    }
+}
+
+/// The shutdown a signal sends down the tree (an id no ordinary command reaches).
 fn shutdown_command() -> Command {
-    Command::shutdown(99)
-}
-
-/// After a signal: collect the shutdown confirmations (sent already) for a few seconds.
-async fn finish_interrupted(
-    root: &mut Children,
-    sig: nix::sys::signal::Signal,
-    bar: &Bar,
-) -> Outcome {
-    bar.phase("interrupted: detaching");
-    // Sent again: children that joined after the signal have not had it; the others
-    // answer once and ignore the copy.
-    let cmd = shutdown_command();
-    let _ = root
-        .round(
-            &cmd,
-            Instant::now() + Duration::from_secs(10),
-            false,
-            |_, _| {},
-        )
-        .await;
-    bar.clear();
-    Outcome::Interrupted(sig)
+    Command::shutdown(u64::MAX - 1)
 }
 
 /// The progress bar on stderr (hidden when stderr is not a terminal).

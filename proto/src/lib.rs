@@ -48,6 +48,12 @@ pub struct Tree {
     pub root_tasks: Vec<u32>,
     #[prost(uint32, repeated, tag = "6")]
     pub root_threads: Vec<u32>,
+    /// True when task sets are job-wide bit vectors of global ranks (`task_bits`), the
+    /// encoding of STAT before hierarchical task lists; only `strata bench --dense` uses it.
+    #[prost(bool, tag = "7")]
+    pub dense: bool,
+    #[prost(bytes = "vec", tag = "8")]
+    pub root_task_bits: Vec<u8>,
 }
 
 /// One node: its parent's index, its frame's index, and its sets.
@@ -63,6 +69,9 @@ pub struct Node {
     pub tasks: Vec<u32>,
     #[prost(uint32, repeated, tag = "4")]
     pub threads: Vec<u32>,
+    /// Dense trees only: bit `r` set when rank `r` took this node; `task_space / 8` bytes.
+    #[prost(bytes = "vec", tag = "5")]
+    pub task_bits: Vec<u8>,
 }
 
 /// A frame. `special` is non-zero for frames that are not code.

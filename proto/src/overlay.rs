@@ -334,6 +334,11 @@ pub struct Sample {
     pub threads: bool,
     #[prost(uint32, tag = "5")]
     pub max_frames: u32,
+    /// Task sets as job-wide bit vectors of global ranks at every level, as STAT had them
+    /// before the 208K paper (`strata bench --dense`, a baseline to measure against).
+    /// Emulated daemons honour it; a real daemon's runs are refused in such a round.
+    #[prost(bool, tag = "6")]
+    pub dense: bool,
 }
 
 /// A subtree's sampling result, task indices in its task space.
