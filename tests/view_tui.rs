@@ -23,13 +23,18 @@ struct Pty {
 
 impl Pty {
     fn start(args: &str) -> Option<Pty> {
+        Pty::start_with("", args)
+    }
+
+    /// Like `start`, the command line prefixed with `env` (`NO_COLOR=1`).
+    fn start_with(env: &str, args: &str) -> Option<Pty> {
         if Command::new("script").arg("--version").output().is_err() {
             eprintln!("skipped: util-linux script is not installed");
             return None;
         }
         let bin = env!("CARGO_BIN_EXE_strata");
         let cmd = format!(
-            "stty cols 80 rows 24; {bin} view {args}; echo \"exit=$?\"; stty -a; echo end-of-run"
+            "stty cols 80 rows 24; {env} {bin} view {args}; echo \"exit=$?\"; stty -a; echo end-of-run"
         );
         let mut child = Command::new("script")
             .args(["-qec", &cmd, "/dev/null"])
@@ -59,7 +64,8 @@ impl Pty {
         String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
     }
 
-    /// Waits until the output contains `needle`; the output.
+    /// Waits until the output contains `needle`; the output. Wait for single words: the
+    /// screen may move the cursor over blanks instead of writing spaces.
     fn wait_for(&self, needle: &str) -> String {
         let start = Instant::now();
         loop {
@@ -101,11 +107,11 @@ fn view_opens_on_a_terminal_answers_keys_and_restores_the_terminal() {
     let Some(mut pty) = Pty::start(EXAMPLE) else {
         return;
     };
-    pty.wait_for("saved result");
+    pty.wait_for("saved");
     pty.keys("C\t");
-    pty.wait_for("class 1 of 3: 1:[1]");
+    pty.wait_for("classes");
     pty.keys("/waitall\r");
-    pty.wait_for("/waitall/: 1 of 1 place");
+    pty.wait_for("/waitall/:");
     pty.keys("q");
     let text = pty.wait_for("end-of-run");
     assert!(text.contains(ALT_SCREEN_ON), "{text:?}");
@@ -119,7 +125,7 @@ fn ctrl_c_is_a_key_that_quits_the_view() {
     let Some(mut pty) = Pty::start(EXAMPLE) else {
         return;
     };
-    pty.wait_for("saved result");
+    pty.wait_for("saved");
     pty.keys("/abc\x03");
     let text = pty.wait_for("end-of-run");
     assert!(text.contains("exit=0"), "{text:?}");
@@ -136,5 +142,21 @@ fn print_and_formats_print_on_a_terminal_too() {
         assert!(!text.contains(ALT_SCREEN_ON), "{args}: {text:?}");
         assert!(text.contains("exit=0"), "{args}: {text:?}");
         assert!(text.contains("PMPI_Barrier"), "{args}: {text:?}");
+    }
+}
+
+#[test]
+fn no_color_turns_every_colour_off() {
+    // crossterm writes a colour as an indexed foreground, ESC [ 38 ; 5 ; N m.
+    let colour = "\x1b[38;5;";
+    for (env, coloured) in [("", true), ("NO_COLOR=1", false)] {
+        let Some(mut pty) = Pty::start_with(env, EXAMPLE) else {
+            return;
+        };
+        pty.wait_for("saved");
+        pty.keys("C\tq");
+        let text = pty.wait_for("end-of-run");
+        assert_eq!(text.contains(colour), coloured, "{env}: {text:?}");
+        assert!(text.contains("exit=0"), "{text:?}");
     }
 }
