@@ -32,4 +32,4 @@ pub use merge::{ConcatMerge, merge_concat};
 pub use remap::{IndexMap, RemapError, remap};
 pub use taskset::{RankSet, TaskRuns, TaskSet};
 pub use tree::{NodeId, PrefixTree};
-pub use view::{Granularity, ViewOptions, view};
+pub use view::{Granularity, ViewOptions, view, view_with_cut};

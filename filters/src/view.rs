@@ -110,6 +110,18 @@ impl Default for ViewOptions {
 
 /// Derives the view `opts` of `tree` (see the module docs).
 pub fn view<S: TaskSet>(tree: &PrefixTree<S>, opts: ViewOptions) -> PrefixTree<S> {
+    view_with_cut(tree, opts, |_| false)
+}
+
+/// Like [`view`], also cutting below every frame for which `cut_below` holds (a user's
+/// pattern, such as the pthread layer): the frame stays, what lies under it goes, as for
+/// an MPI entry. `cut_below` sees the sampled frame, not its projection, so a pattern on
+/// function names works in every granularity.
+pub fn view_with_cut<S: TaskSet>(
+    tree: &PrefixTree<S>,
+    opts: ViewOptions,
+    cut_below: impl Fn(&Frame) -> bool,
+) -> PrefixTree<S> {
     let mut out: PrefixTree<S> = PrefixTree::new(tree.task_space(), tree.thread_space());
     let mut frame_map: FxHashMap<FrameId, FrameId> = FxHashMap::default();
     // Image of each source node in `out`; None when the node lies below a cut.
@@ -129,9 +141,10 @@ pub fn view<S: TaskSet>(tree: &PrefixTree<S>, opts: ViewOptions) -> PrefixTree<S
                         out.intern(&projected)
                     });
                     let dst = out.child_or_insert(image[p.index()].expect("checked"), nf);
+                    let frame = tree.frame(f);
                     (
                         Some(dst),
-                        opts.cut_below_mpi && tree.frame(f).is_mpi_entry(),
+                        (opts.cut_below_mpi && frame.is_mpi_entry()) || cut_below(frame),
                     )
                 }
             }
@@ -145,4 +158,48 @@ pub fn view<S: TaskSet>(tree: &PrefixTree<S>, opts: ViewOptions) -> PrefixTree<S
         cuts_below.push(cut);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::taskset::TaskRuns;
+
+    fn p(names: &[&str]) -> Vec<Frame> {
+        names.iter().map(|n| Frame::function(n)).collect()
+    }
+
+    #[test]
+    fn a_user_cut_keeps_the_frame_and_drops_what_is_below() {
+        let mut t: PrefixTree<TaskRuns> = PrefixTree::new(3, 0);
+        t.add_trace(&p(&["main", "pthread_join", "__futex_wait"]), 0, None);
+        t.add_trace(&p(&["main", "pthread_join", "__lll_lock"]), 1, None);
+        t.add_trace(&p(&["main", "work"]), 2, None);
+        let opts = ViewOptions::default();
+        let cut = view_with_cut(&t, opts, |f| f.name().starts_with("pthread_"));
+        let paths: Vec<Vec<String>> = cut
+            .canonical()
+            .keys()
+            .map(|k| k.iter().map(Frame::name).collect())
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                vec![],
+                vec!["main".to_string()],
+                vec!["main".to_string(), "pthread_join".to_string()],
+                vec!["main".to_string(), "work".to_string()],
+            ]
+        );
+        // The ranks below the cut end at the cut frame.
+        let join = cut.node_ids().find(|&n| {
+            cut.depth(n) == 2 && { cut.node_frame(n).unwrap().name() == "pthread_join" }
+        });
+        assert_eq!(cut.tasks_ending_at(join.unwrap()), TaskRuns::range(0, 2));
+        // Without a matching frame it is the plain view.
+        assert_eq!(
+            view_with_cut(&t, opts, |_| false).canonical(),
+            view(&t, opts).canonical()
+        );
+    }
 }

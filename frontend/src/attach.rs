@@ -121,7 +121,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     let remapped = t.elapsed();
     let mut show_args = args.show;
     if args.json {
-        show_args.format = crate::cli::FormatArg::Json;
+        show_args.format = Some(crate::cli::FormatArg::Json);
     }
     let t = std::time::Instant::now();
     show(&assembled.result, &show_args)?;

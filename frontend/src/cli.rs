@@ -277,14 +277,19 @@ pub struct ViewArgs {
     /// stacks.folded) into this directory.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Print the tree as text even on a terminal (where `strata view` otherwise opens
+    /// the interactive view).
+    #[arg(long)]
+    pub print: bool,
 }
 
 /// How a result is shown on standard output (shared by `view` and `attach`).
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value = "text")]
-    pub format: FormatArg,
+    /// Output format [default: text]. With `strata view` on a terminal, giving one prints
+    /// it instead of opening the interactive view.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<FormatArg>,
     /// Frame granularity, derived from the saved samples.
     #[arg(long, short = 'g', value_enum, default_value = "function")]
     pub granularity: GranularityArg,
@@ -322,6 +327,25 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
 fn view(args: ViewArgs) -> Result<Exit, Failure> {
     let result = StrataResult::read(&args.result)
         .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    // The interactive view needs a terminal on both ends; a format asked for by name, a
+    // pipe or a file get printed output, as scripts expect.
+    let interactive = !args.print
+        && args.show.format.is_none()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    if interactive {
+        if let Some(dir) = &args.output {
+            write_files(&result, dir)?;
+        }
+        let (opts, kind) = view_options(&args.show);
+        let state = crate::tui::ViewState {
+            kind,
+            opts,
+            ..Default::default()
+        };
+        let color = color_on(args.show.color, true);
+        return crate::tui::run_in_view(result, Box::new(crate::tui::Saved), state, color);
+    }
     show(&result, &args.show)?;
     if let Some(dir) = args.output {
         write_files(&result, &dir)?;
@@ -333,8 +357,8 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
     })
 }
 
-/// Prints `result` on standard output as `args` say.
-pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
+/// The view and tree `args` ask for.
+pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
     let opts = ViewOptions {
         granularity: match args.granularity {
             GranularityArg::Function => Granularity::Function,
@@ -347,7 +371,23 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
         TreeArg::TwoD => TreeKind::TwoD,
         TreeArg::ThreeD => TreeKind::ThreeD,
     };
-    let format = match args.format {
+    (opts, kind)
+}
+
+/// Whether to use colour: `--color`, and for `auto` a terminal without `NO_COLOR` (set and
+/// not empty: https://no-color.org).
+pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
+    match choice {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// Prints `result` on standard output as `args` say.
+pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
+    let (opts, kind) = view_options(args);
+    let format = match args.format.unwrap_or(FormatArg::Text) {
         FormatArg::Text => Format::Text,
         FormatArg::Dot => Format::Dot,
         FormatArg::Json => Format::Json,
@@ -355,11 +395,7 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
     };
     let stdout = std::io::stdout();
     let tty = stdout.is_terminal();
-    let color = match args.color {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto => tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    };
+    let color = color_on(args.color, tty);
     let text_opts = if tty && !args.all {
         TextOptions::terminal(color, terminal_width())
     } else {

@@ -7,6 +7,7 @@
 //! a newer format version is refused with one line naming the file and the problem.
 
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use strata_filters::taskset::{format_set, parse_ranges, rankset_from_runs};
 use strata_filters::{
@@ -481,6 +482,106 @@ impl StrataResult {
     }
 }
 
+/// "Take N more samples": adds a later sampling `new` of the same job to `old`.
+///
+/// The 3D trees are unioned (every sample of both counts), the 2D tree is the newer one (it
+/// is the last sample by definition), sample counts add up and the time span runs from the
+/// first sample of `old` to the last of `new`. Rank information and missing ranks come from
+/// `new`, the job's current state, over `old`'s for ranks `new` does not describe.
+///
+/// Thread ids index `meta.threads` and each sampling numbers its threads anew, so `new`'s
+/// ids are remapped by (rank, tid) first: a thread both saw keeps `old`'s id, a thread only
+/// `new` saw gets the next free id. Samples with and without threads do not mix (an edge
+/// would count threads for some samples only): then `new` is returned as it is.
+pub fn merge_more(old: &StrataResult, new: StrataResult) -> StrataResult {
+    if old.meta.sampling.threads != new.meta.sampling.threads {
+        return new;
+    }
+    let mut threads = old.meta.threads.clone();
+    let mut id_of: HashMap<(u32, u32), u32> =
+        threads.iter().map(|t| ((t.rank, t.tid), t.id)).collect();
+    let mut next = threads
+        .iter()
+        .map(|t| t.id + 1)
+        .max()
+        .unwrap_or(0)
+        .max(old.tree_3d.thread_space());
+    let mut merged_id: HashMap<u32, u32> = HashMap::new();
+    for t in &new.meta.threads {
+        let id = *id_of.entry((t.rank, t.tid)).or_insert_with(|| {
+            threads.push(ThreadInfo {
+                id: next,
+                ..t.clone()
+            });
+            next += 1;
+            next - 1
+        });
+        merged_id.insert(t.id, id);
+    }
+    // A thread id the new result's table does not describe stays distinct from every other.
+    for tree in [&new.tree_2d, &new.tree_3d] {
+        for t in tree.node(NodeId::ROOT).threads.iter() {
+            merged_id.entry(t).or_insert_with(|| {
+                next += 1;
+                next - 1
+            });
+        }
+    }
+    let thread_space = if old.meta.sampling.threads { next } else { 0 };
+    let task_space = old.meta.job_size.max(new.meta.job_size);
+    let tree_2d = relabel_threads(&new.tree_2d, task_space, thread_space, |t| merged_id[&t]);
+    let mut tree_3d = relabel_threads(&old.tree_3d, task_space, thread_space, |t| t);
+    tree_3d.absorb(&relabel_threads(
+        &new.tree_3d,
+        task_space,
+        thread_space,
+        |t| merged_id[&t],
+    ));
+
+    let mut ranks: BTreeMap<u32, RankInfo> =
+        old.meta.ranks.iter().map(|r| (r.rank, r.clone())).collect();
+    ranks.extend(new.meta.ranks.into_iter().map(|r| (r.rank, r)));
+    let (o, n) = (&old.meta.sampling, &new.meta.sampling);
+    let sampling = SamplingInfo {
+        samples: o.samples.saturating_add(n.samples),
+        interval_ms: n.interval_ms,
+        threads: n.threads,
+        started: o.started.clone(),
+        finished: n.finished.clone(),
+    };
+    StrataResult {
+        meta: ResultMeta {
+            strata_version: new.meta.strata_version,
+            created: new.meta.created,
+            job: old.meta.job.clone(),
+            sampling,
+            job_size: task_space,
+            ranks: ranks.into_values().collect(),
+            threads,
+            missing: new.meta.missing,
+        },
+        tree_2d,
+        tree_3d,
+    }
+}
+
+/// A copy of `tree` over other index spaces, its thread ids passed through `map`.
+fn relabel_threads(
+    tree: &PrefixTree<RankSet>,
+    task_space: u32,
+    thread_space: u32,
+    map: impl Fn(u32) -> u32,
+) -> PrefixTree<RankSet> {
+    let mut out = tree.same_shape(task_space, thread_space);
+    for id in tree.node_ids() {
+        let n = tree.node(id);
+        let (tasks, threads) = out.node_sets_mut(id);
+        *tasks = n.tasks.clone();
+        *threads = n.threads.iter().map(&map).collect();
+    }
+    out
+}
+
 /// Now as an RFC 3339 UTC timestamp (second precision).
 pub fn now_rfc3339() -> String {
     rfc3339(std::time::SystemTime::now())
@@ -493,4 +594,145 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
         .expect("0 is valid");
     t.format(&time::format_description::well_known::Rfc3339)
         .expect("formats")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str) -> Frame {
+        Frame::function(name)
+    }
+
+    /// A result of `samples` samples; `paths` are (rank, tid, path) and, with threads, thread
+    /// ids are handed out in the order threads first appear (as a sampler does).
+    fn sampled(samples: u32, threads: bool, paths: &[(u32, u32, &[&str])]) -> StrataResult {
+        let mut table: Vec<ThreadInfo> = Vec::new();
+        for &(rank, tid, _) in paths {
+            if threads && !table.iter().any(|t| (t.rank, t.tid) == (rank, tid)) {
+                table.push(ThreadInfo {
+                    id: table.len() as u32,
+                    rank,
+                    tid,
+                    name: None,
+                });
+            }
+        }
+        let space = if threads { table.len() as u32 } else { 0 };
+        let mut tree: PrefixTree<RankSet> = PrefixTree::new(4, space);
+        for &(rank, tid, path) in paths {
+            let thread = table
+                .iter()
+                .find(|t| (t.rank, t.tid) == (rank, tid))
+                .map(|t| t.id);
+            let frames: Vec<Frame> = path.iter().map(|n| f(n)).collect();
+            tree.add_trace(&frames, rank, thread);
+        }
+        StrataResult {
+            meta: ResultMeta {
+                job: JobInfo {
+                    id: "7".into(),
+                    resource_manager: "local".into(),
+                    ..Default::default()
+                },
+                sampling: SamplingInfo {
+                    samples,
+                    interval_ms: 100,
+                    threads,
+                    started: format!("start-{samples}"),
+                    finished: format!("end-{samples}"),
+                },
+                job_size: 4,
+                ranks: (0..4)
+                    .map(|rank| RankInfo {
+                        rank,
+                        state: Some(format!("S{samples}")),
+                        ..Default::default()
+                    })
+                    .collect(),
+                threads: table,
+                ..Default::default()
+            },
+            tree_2d: tree.clone(),
+            tree_3d: tree,
+        }
+    }
+
+    fn threads_at(tree: &PrefixTree<RankSet>, path: &[&str]) -> Vec<u32> {
+        let frames: Vec<Frame> = path.iter().map(|n| f(n)).collect();
+        let node = tree
+            .node_ids()
+            .find(|&n| tree.path_frames(n) == frames)
+            .expect("path exists");
+        tree.node(node).threads.iter().collect()
+    }
+
+    #[test]
+    fn more_samples_union_the_3d_trees_and_keep_the_newest_2d_tree() {
+        let old = sampled(10, false, &[(0, 0, &["main", "a"]), (1, 0, &["main", "b"])]);
+        let new = sampled(5, false, &[(0, 0, &["main", "c"]), (1, 0, &["main", "b"])]);
+        let m = merge_more(&old, new.clone());
+        let mut expect = old.tree_3d.clone();
+        expect.absorb(&new.tree_3d);
+        assert_eq!(m.tree_3d.canonical(), expect.canonical());
+        assert_eq!(m.tree_2d.canonical(), new.tree_2d.canonical());
+        assert_eq!(m.meta.sampling.samples, 15);
+        assert_eq!(m.meta.sampling.started, "start-10");
+        assert_eq!(m.meta.sampling.finished, "end-5");
+        assert_eq!(
+            m.meta.ranks[1].state.as_deref(),
+            Some("S5"),
+            "newer rank state"
+        );
+        assert!(m.meta.threads.is_empty());
+        assert_eq!(m.tree_3d.thread_space(), 0);
+    }
+
+    #[test]
+    fn more_samples_remap_thread_ids_by_rank_and_tid() {
+        // Old: (rank 0, tid 100) is id 0, (rank 1, tid 200) is id 1.
+        let old = sampled(
+            2,
+            true,
+            &[(0, 100, &["main", "a"]), (1, 200, &["worker", "w"])],
+        );
+        // New numbers them the other way round and sees a new thread (rank 0, tid 300).
+        let new = sampled(
+            2,
+            true,
+            &[
+                (1, 200, &["worker", "w"]),
+                (0, 300, &["worker", "x"]),
+                (0, 100, &["main", "a"]),
+            ],
+        );
+        assert_eq!(new.meta.threads[0].tid, 200);
+        let m = merge_more(&old, new);
+        let ids: Vec<(u32, u32, u32)> = m
+            .meta
+            .threads
+            .iter()
+            .map(|t| (t.id, t.rank, t.tid))
+            .collect();
+        assert_eq!(ids, vec![(0, 0, 100), (1, 1, 200), (2, 0, 300)]);
+        assert_eq!(m.tree_3d.thread_space(), 3);
+        assert_eq!(threads_at(&m.tree_3d, &["worker", "w"]), vec![1]);
+        assert_eq!(threads_at(&m.tree_3d, &["worker", "x"]), vec![2]);
+        assert_eq!(threads_at(&m.tree_3d, &["main", "a"]), vec![0]);
+        assert_eq!(threads_at(&m.tree_3d, &["worker"]), vec![1, 2]);
+        assert_eq!(threads_at(&m.tree_2d, &["worker", "x"]), vec![2]);
+        assert_eq!(m.tree_2d.thread_space(), 3);
+        // The merged result survives its own file format.
+        let back = StrataResult::from_json(&m.to_json(), "merged").unwrap();
+        assert_eq!(back.tree_3d.canonical(), m.tree_3d.canonical());
+    }
+
+    #[test]
+    fn samples_with_and_without_threads_do_not_mix() {
+        let old = sampled(2, false, &[(0, 0, &["main", "a"])]);
+        let new = sampled(3, true, &[(0, 100, &["main", "b"])]);
+        let m = merge_more(&old, new.clone());
+        assert_eq!(m.meta.sampling.samples, 3);
+        assert_eq!(m.tree_3d.canonical(), new.tree_3d.canonical());
+    }
 }

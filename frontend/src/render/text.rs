@@ -51,7 +51,7 @@ impl Style {
 }
 
 /// Label of an edge: `count:[ranks]`, plus the thread count when threads were sampled.
-fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
+pub(crate) fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
     let n = tree.node(id);
     let mut s = format!(
         "{}:[{}]",
@@ -279,7 +279,12 @@ fn classes_text(
 
 /// The last `keep` frames of a leaf's path, fewer if they do not fit in `room` characters
 /// (the leaf frame always stays).
-fn path_tail(tree: &PrefixTree<RankSet>, leaf: NodeId, keep: usize, room: usize) -> String {
+pub(crate) fn path_tail(
+    tree: &PrefixTree<RankSet>,
+    leaf: NodeId,
+    keep: usize,
+    room: usize,
+) -> String {
     let frames: Vec<String> = tree.path_frames(leaf).iter().map(frame_text).collect();
     let mut skip = frames.len().saturating_sub(keep);
     loop {
