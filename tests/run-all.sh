@@ -17,7 +17,10 @@ fi
 # - gcc, g++, libc6-dev: the capture and unwinding tests compile their C/C++ target programs
 #   (libc6-dev also brings libc.a for the statically linked container test);
 # - elfutils: the unwinding tests compare strata's stacks with `eu-stack`;
-# - util-linux: `runuser`, to run strata as the user nobody;
+# - util-linux: `runuser`, to run strata as the user nobody; `script`, the pseudo-terminal
+#   of the `strata view` terminal tests;
+# - tmux: the live terminal-UI tests type keys into a real terminal and read its screen;
+# - gdb: the terminal UI's debugger hand-off is tested by opening gdb on a rank;
 # - dwz: the symbolization tests build binaries whose DWARF shares a dwz file
 #   (.gnu_debugaltlink);
 # - libc6-dbg: libc's separate debug file (by build-id, compressed sections), which the
@@ -28,7 +31,7 @@ fi
 #   cluster that tests/slurm/up.sh starts on this machine (each node in its own namespaces)
 #   and this script stops at the end (tests/slurm/down.sh); Slurm's pmix plugin loads
 #   libpmix from libpmix-dev.
-PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux dwz libc6-dbg openmpi-bin libopenmpi-dev
+PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux tmux gdb dwz libc6-dbg openmpi-bin libopenmpi-dev
           slurm-wlm munge libpmix-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -410,7 +410,10 @@ mod tests {
             }
             .encode_to_vec())
         };
-        let (a, b) = (dense("MPI_Barrier", vec![0, 2]), dense("MPI_Recv", vec![1, 3]));
+        let (a, b) = (
+            dense("MPI_Barrier", vec![0, 2]),
+            dense("MPI_Recv", vec![1, 3]),
+        );
         let runs = reply(&two_tasks("MPI_Wait"), vec![]);
         let kids = [(0, 2, &a), (1, 2, &b), (2, 2, &runs)];
         let out = merge_sample(&kids, &|i| format!("daemon {i}"), true, &Limits::default());
@@ -430,7 +433,11 @@ mod tests {
         assert_eq!(ranks_at("other"), vec![2, 3]);
         // The child that sent runs in a dense round is refused, by name.
         assert_eq!(out.missing.len(), 1);
-        assert!(out.missing[0].reason.contains("bit vectors"), "{:?}", out.missing);
+        assert!(
+            out.missing[0].reason.contains("bit vectors"),
+            "{:?}",
+            out.missing
+        );
     }
 
     #[test]

@@ -84,6 +84,17 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             .collect(),
     };
     let progress = std::io::stderr().is_terminal() && !args.json;
+    if args.interactive {
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            return Err(Failure::new(
+                Exit::BadInput,
+                "-i needs a terminal on standard input and output: run it in a terminal, or \
+                 drop -i to print the tree",
+            ));
+        }
+        let color = crate::cli::color_on(args.show.color, true);
+        return crate::live::run(setup, sample, &args, &place, signals, job_name, color);
+    }
     let started = looked_up;
     let gathered = if args.serial {
         serial(setup, &sample, &args, signals)?
@@ -102,20 +113,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     if let Some(failure) = nothing_found(rank_map) {
         return Err(failure);
     }
-    let job = match &place {
-        Place::Slurm { job, step } => JobInfo {
-            id: job.id.to_string(),
-            resource_manager: "slurm".to_string(),
-            step: step.map(|s| format!("{}.{s}", job.id)),
-            launcher_pid: None,
-        },
-        Place::Local => JobInfo {
-            id: job_name.unwrap_or_else(|| job_id(&args, rank_map)),
-            resource_manager: "local".to_string(),
-            step: None,
-            launcher_pid: args.launcher_pid.map(|p| p as u32),
-        },
-    };
+    let job = job_info(&place, &args, rank_map, job_name);
     let t = std::time::Instant::now();
     let assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
     let remapped = t.elapsed();
@@ -156,8 +154,31 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     })
 }
 
+/// The job as the result file names it.
+pub(crate) fn job_info(
+    place: &Place,
+    args: &AttachArgs,
+    rank_map: &SetupReply,
+    job_name: Option<String>,
+) -> JobInfo {
+    match place {
+        Place::Slurm { job, step } => JobInfo {
+            id: job.id.to_string(),
+            resource_manager: "slurm".to_string(),
+            step: step.map(|s| format!("{}.{s}", job.id)),
+            launcher_pid: None,
+        },
+        Place::Local => JobInfo {
+            id: job_name.unwrap_or_else(|| job_id(args, rank_map)),
+            resource_manager: "local".to_string(),
+            step: None,
+            launcher_pid: args.launcher_pid.map(|p| p as u32),
+        },
+    }
+}
+
 /// Where the job runs, as the options and the resource manager say.
-enum Place {
+pub(crate) enum Place {
     /// On this host (`--pids`, `--launcher-pid`).
     Local,
     /// A Slurm job; `step` as chosen (`None`: every step).
@@ -250,6 +271,23 @@ fn tree(
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     progress: bool,
 ) -> Result<Outcome, Failure> {
+    let (plan, mut launcher, key) = tree_plan(setup, sample, args, place, progress)?;
+    let runtime = crate::roles::runtime()?;
+    let outcome = runtime.block_on(session::run(plan, launcher.as_mut(), key, signals));
+    // Closes every link: the tree's processes, their shutdown answered, exit on that.
+    drop(runtime);
+    launcher.reap(Duration::from_secs(5));
+    outcome.map_err(|e| Failure::new(Exit::Internal, e.0))
+}
+
+/// The tree for this job (topology, launcher, session key) and what to ask of it.
+pub(crate) fn tree_plan(
+    setup: Setup,
+    sample: Sample,
+    args: &AttachArgs,
+    place: &Place,
+    progress: bool,
+) -> Result<(Plan, Box<dyn Launcher>, SessionKey), Failure> {
     let daemons = match place {
         Place::Local => args.daemons.unwrap_or(1),
         Place::Slurm { job, .. } => job.nodes,
@@ -260,7 +298,7 @@ fn tree(
         .map_err(|e| Failure::new(Exit::Internal, format!("no random session key: {e}")))?;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::new(Exit::Internal, format!("cannot find strata's binary: {e}")))?;
-    let (mut launcher, share): (Box<dyn Launcher>, u32) = match place {
+    let (launcher, share): (Box<dyn Launcher>, u32) = match place {
         Place::Local => (
             Box::new(LocalLauncher::new(exe, key.to_hex())),
             topology.daemons(),
@@ -297,12 +335,7 @@ fn tree(
         connect_timeout: Duration::from_secs(20),
         progress,
     };
-    let runtime = crate::roles::runtime()?;
-    let outcome = runtime.block_on(session::run(plan, launcher.as_mut(), key, signals));
-    // Closes every link: the tree's processes, their shutdown answered, exit on that.
-    drop(runtime);
-    launcher.reap(Duration::from_secs(5));
-    outcome.map_err(|e| Failure::new(Exit::Internal, e.0))
+    Ok((plan, launcher, key))
 }
 
 /// In this process: the front end is its own (only) daemon. For comparison and debugging.
@@ -349,7 +382,7 @@ fn serial(
 }
 
 /// Discovery problems, once each (daemons on one host see the same processes).
-fn report_problems(rank_map: &SetupReply) {
+pub(crate) fn report_problems(rank_map: &SetupReply) {
     let mut seen = BTreeSet::new();
     let any_task = rank_map.daemons.iter().any(|d| !d.tasks.is_empty());
     for d in &rank_map.daemons {
@@ -380,7 +413,7 @@ fn report_problems(rank_map: &SetupReply) {
 }
 
 /// The failure when no daemon found any task: the first daemon's own reason.
-fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
+pub(crate) fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
     let any_task = rank_map
         .daemons
         .iter()
@@ -428,15 +461,15 @@ fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
 }
 
 /// The result and what the hints need.
-struct Assembled {
-    result: StrataResult,
+pub(crate) struct Assembled {
+    pub(crate) result: StrataResult,
     /// Per task (root task order): rank and note.
     notes: Vec<(u32, TaskNote)>,
     /// Per task: executable path.
     executables: Vec<String>,
 }
 
-fn assemble(
+pub(crate) fn assemble(
     job: JobInfo,
     rank_map: &SetupReply,
     sampled: &SampleReply,

@@ -151,6 +151,10 @@ pub struct AttachArgs {
     /// Sample in this process, without daemons or a tree (for comparison and debugging).
     #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth", "job"])]
     pub serial: bool,
+    /// Open the terminal UI on the live session: browse the tree, sample again, read a
+    /// rank's full stacks, hand a rank to gdb; quitting detaches (docs/TUI.md).
+    #[arg(short = 'i', long, conflicts_with_all = ["serial", "json", "rank"])]
+    pub interactive: bool,
     #[command(flatten)]
     pub show: ShowArgs,
 }
@@ -182,6 +186,9 @@ pub struct DemoArgs {
     /// Print the result as JSON on standard output.
     #[arg(long)]
     pub json: bool,
+    /// Open the terminal UI on the live demo job (as `strata attach -i`).
+    #[arg(short = 'i', long, conflicts_with_all = ["json", "rank"])]
+    pub interactive: bool,
     #[command(flatten)]
     pub show: ShowArgs,
 }

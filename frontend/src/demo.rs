@@ -54,6 +54,7 @@ pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
         fanout: Some(args.fanout),
         depth: None,
         serial: false,
+        interactive: args.interactive,
         show: args.show,
     };
     let exit = attach::run_named(attach_args, Some(format!("demo-ring-{n}")));

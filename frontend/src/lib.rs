@@ -13,6 +13,7 @@ pub mod dump;
 pub mod example;
 pub mod exit;
 pub mod interrupt;
+pub mod live;
 pub mod output;
 pub mod render;
 pub mod result;

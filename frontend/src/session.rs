@@ -296,8 +296,8 @@ impl Session {
         *self.interrupted.lock().expect("not poisoned")
     }
 
-    /// From now on, no progress bar, and the children's warnings are kept for
-    /// [`Session::take_warnings`] instead of written to stderr (a full-screen UI owns the
+    /// From now on, no progress bar, and the children's warnings are kept (see
+    /// [`Session::warnings_handle`]) instead of written to stderr (a full-screen UI owns the
     /// terminal).
     pub fn quiet(&mut self) {
         self.bar.clear();
@@ -308,14 +308,14 @@ impl Session {
         }
     }
 
-    /// The warnings kept since the last call (see [`Session::quiet`]).
-    pub fn take_warnings(&mut self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .expect("not poisoned")
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+    /// Where the warnings are kept after [`Session::quiet`] (it outlives the session).
+    pub fn warnings_handle(&self) -> Arc<std::sync::Mutex<Option<Vec<String>>>> {
+        self.warnings.clone()
+    }
+
+    /// The signal that interrupted the session, shared with the thread that receives it.
+    pub fn interrupt_flag(&self) -> Arc<std::sync::Mutex<Option<nix::sys::signal::Signal>>> {
+        self.interrupted.clone()
     }
 
     /// Tasks in the rank map.

@@ -202,6 +202,10 @@ impl App {
     pub fn live(&self) -> bool {
         self.source.live()
     }
+    /// Where the result comes from, for the status line ("attached", "detached", ...).
+    pub fn source_state(&self) -> &'static str {
+        self.source.state()
+    }
     pub fn selected(&self) -> Option<NodeId> {
         (self.selected != NodeId::ROOT).then_some(self.selected)
     }

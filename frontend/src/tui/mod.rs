@@ -67,6 +67,16 @@ pub fn run_in_view(
     state: ViewState,
     color: bool,
 ) -> Result<Exit, Failure> {
+    run_keeping(result, source, state, color).map(|(exit, _)| exit)
+}
+
+/// [`run_in_view`], also returning the result shown last (a live session writes it).
+pub fn run_keeping(
+    result: StrataResult,
+    source: Box<dyn Source>,
+    state: ViewState,
+    color: bool,
+) -> Result<(Exit, StrataResult), Failure> {
     swallow_terminal_signals();
     let mut app = App::new(result, source, state, &strata_proto::link::hostname());
     let (outcome, detach) = match Screen::enter() {
@@ -82,11 +92,18 @@ pub fn run_in_view(
         eprintln!("strata: {e}");
     }
     outcome.map_err(terminal_failure)?;
-    Ok(if app.result().meta.missing.is_empty() {
+    let exit = if app.result().meta.missing.is_empty() {
         Exit::Complete
     } else {
         Exit::Partial
-    })
+    };
+    Ok((exit, app.result().clone()))
+}
+
+/// Leaves raw mode and the alternate screen if the UI is on it: for a thread that must end
+/// the process while the UI runs (a SIGTERM in a live session).
+pub fn restore_terminal() {
+    let _ = leave_screen();
 }
 
 /// True while a debugger started by the hand-off runs (strata is off the screen).

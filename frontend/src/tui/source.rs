@@ -19,6 +19,14 @@ pub trait Source {
     fn stacks(&mut self, ranks: &[u32]) -> Result<String, String>;
     /// Detaches from the job; afterwards `live()` is false and the UI keeps the last result.
     fn detach(&mut self) -> Result<(), String>;
+    /// One or two words for the status line.
+    fn state(&self) -> &'static str {
+        if self.live() {
+            "attached"
+        } else {
+            "saved result"
+        }
+    }
 }
 
 /// A result read from a file: nothing to sample, nothing to detach from. The UI derives a

@@ -122,15 +122,7 @@ fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     if missing > 0 {
         parts.push((format!("{missing} ranks missing"), theme.error()));
     }
-    parts.push((
-        if app.live() {
-            "attached"
-        } else {
-            "saved result"
-        }
-        .to_string(),
-        theme.dim(),
-    ));
+    parts.push((app.source_state().to_string(), theme.dim()));
     let width = area.width as usize;
     let mut lines: Vec<Vec<Span>> = vec![Vec::new()];
     let mut used = 0;
