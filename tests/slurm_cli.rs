@@ -11,6 +11,8 @@ mod slurm;
 mod support;
 #[path = "support/target.rs"]
 mod target;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -305,4 +307,69 @@ fn strata_ranks(text: &str) -> Vec<String> {
             None => vec![part.to_string()],
         })
         .collect()
+}
+
+#[test]
+fn the_terminal_ui_hands_a_remote_rank_to_gdb_through_srun() {
+    let _cluster = cluster();
+    let job = srun_ring();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let t = tmux::Tmux::start(
+        &format!(
+            "SLURM_CONF={SLURM_CONF} NO_COLOR=1 {} attach {} -i -n 2 --no-files 2> {d}/err; \
+             echo $? > {d}/code; sleep 600",
+            strata_bin().display(),
+            job.id
+        ),
+        120,
+        30,
+        dir.path(),
+    );
+    let long = Duration::from_secs(60);
+    t.wait_text("8 of 8 ranks", long);
+    // Rank 3's class (the ranks in MPI_Barrier): its representative is the class's lowest
+    // rank; its node is not this host, so the command goes through Slurm.
+    t.keys(&["#"]);
+    t.type_text("3");
+    t.keys(&["Enter"]);
+    t.wait_text("rank 3:", long);
+    t.keys(&["G"]);
+    let screen = t.wait_text("srun --jobid=", long);
+    let line = screen
+        .lines()
+        .find(|l| l.contains("representative: rank "))
+        .expect("the representative named");
+    let rank: usize = line.split("representative: rank ").nth(1).unwrap()[..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        screen.contains(&format!(
+            "srun --jobid={} --overlap -w {} -N1 -n1 --pty gdb -p",
+            job.id, job.hosts[rank]
+        )),
+        "rank {rank} runs on {}:\n{screen}",
+        job.hosts[rank]
+    );
+    // Run it: gdb on the rank's node, attached to the rank.
+    t.keys(&["Enter"]);
+    t.wait_text("(gdb)", long);
+    t.type_text("bt");
+    t.keys(&["Enter"]);
+    t.wait_text(" in main (", long);
+    t.type_text("quit");
+    t.keys(&["Enter"]);
+    t.wait_text("Quit anyway?", long);
+    t.type_text("y");
+    t.keys(&["Enter"]);
+    t.wait_text(": done", long);
+    t.keys(&["q"]);
+    wait_for(long, || dir.path().join("code").exists());
+    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert_eq!(code.trim(), "0", "{err}");
+    assert_ranks_free(&job);
 }

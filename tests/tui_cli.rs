@@ -134,3 +134,36 @@ fn sigterm_ends_a_live_session_and_leaves_the_target_untraced() {
     assert_free(job.pid());
     assert!(!job.reaped());
 }
+
+#[test]
+fn the_debugger_hand_off_opens_gdb_on_the_rank_and_comes_back() {
+    let exe = target::compile("capture_target.c", "capture_target", &["-O0", "-g"]);
+    let job = Target::start_ready(&exe, &["0"], 1);
+    let dir = tempfile::tempdir().unwrap();
+    let t = in_terminal(
+        &format!("attach -i --no-files -n 2 --pids {}", job.pid()),
+        dir.path(),
+    );
+    t.wait_text("main_level3", START);
+    // The command for the selected class's representative rank, on this host.
+    t.keys(&["G"]);
+    t.wait_text(&format!("gdb -p {}", job.pid()), STEP);
+    // Enter runs it on this terminal: a real gdb, attached to the rank.
+    t.keys(&["Enter"]);
+    t.wait_text("(gdb)", START);
+    t.type_text("bt");
+    t.keys(&["Enter"]);
+    t.wait_text("in main_level3 ()", STEP);
+    t.type_text("quit");
+    t.keys(&["Enter"]);
+    t.wait_text("Quit anyway?", STEP);
+    t.type_text("y");
+    t.keys(&["Enter"]);
+    // Back in the UI, still attached: sampling again works after gdb detached.
+    t.wait_text(&format!("gdb -p {}: done", job.pid()), STEP);
+    t.keys(&["r"]);
+    t.wait_text("took 2 samples", STEP);
+    t.keys(&["q"]);
+    assert_eq!(wait_exit_code(dir.path()), 0);
+    assert_free(job.pid());
+}

@@ -1,3 +1,5 @@
+#![allow(dead_code)] // each test file uses its own subset
+
 //! Driving a full-screen program like a user: a real terminal from tmux, keys sent with
 //! `send-keys`, the screen read back with `capture-pane`. Each `Tmux` runs its own tmux
 //! server (a private socket), killed on drop.
