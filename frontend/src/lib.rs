@@ -18,3 +18,4 @@ pub mod render;
 pub mod result;
 pub mod roles;
 pub mod session;
+pub mod watch;
