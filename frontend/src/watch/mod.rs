@@ -48,6 +48,7 @@ mod ecdf;
 mod monitor;
 mod runs_test;
 mod schedule;
+mod verify;
 
 pub use ecdf::Ecdf;
 pub use monitor::MonitorSet;
@@ -55,6 +56,10 @@ pub use runs_test::{
     DEFAULT_RUNS_LEVEL, Deviation, Inconclusive, RunsOutcome, RunsTest, runs_test,
 };
 pub use schedule::{DEFAULT_INITIAL_INTERVAL, DEFAULT_MAX_INTERVAL, Schedule};
+pub use verify::{
+    Classification, DEFAULT_MPI_PATTERN, RankState, VERIFY_SAMPLES, Verdict, Verification,
+    VerifyError, cut_below_mpi, default_mpi_pattern, in_mpi, verify,
+};
 
 /// S_out of one sample: the share of the sampled ranks that are outside MPI, given for each
 /// monitored rank whether its main thread is inside MPI. `None` when no rank answered (there
