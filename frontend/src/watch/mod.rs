@@ -44,12 +44,17 @@
 //!   when an alarm is dismissed, so a hang cannot teach the model that hanging is normal, and
 //!   healthy low values are not lost from it either ([`Detector::observe`]).
 
+mod detector;
 mod ecdf;
 mod monitor;
 mod runs_test;
 mod schedule;
 mod verify;
 
+pub use detector::{
+    Alarm, Calibration, Detector, DetectorConfig, HistogramBin, InvalidSample, Level, MIN_SAMPLES,
+    Observation, QRule, RunsAction, RunsRecord, Stats, Status, required_k, table,
+};
 pub use ecdf::Ecdf;
 pub use monitor::MonitorSet;
 pub use runs_test::{
