@@ -51,6 +51,9 @@ mod runs_test;
 mod schedule;
 mod verify;
 
+#[cfg(test)]
+mod simulation;
+
 pub use detector::{
     Alarm, Calibration, Detector, DetectorConfig, HistogramBin, InvalidSample, Level, MIN_SAMPLES,
     Observation, QRule, RunsAction, RunsRecord, Stats, Status, required_k, table,
