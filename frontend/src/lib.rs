@@ -3,7 +3,8 @@
 //! `cli` parses; `attach` runs an attach (`session`: the front end as the tree network's
 //! root, launching commnodes and daemons and driving their commands); `roles` are the
 //! `strata daemon` / `strata commnode` entry points; `result`, `render` and `output` are the
-//! result file and its renderings; `demo` and `dump` the other subcommands.
+//! result file and its renderings; `demo` and `dump` the other subcommands; `watch` is the
+//! statistical core of `strata watch` (hang detection and verification, no I/O).
 
 pub mod attach;
 pub mod bench;
@@ -20,3 +21,4 @@ pub mod result;
 pub mod roles;
 pub mod session;
 pub mod tui;
+pub mod watch;
