@@ -12,7 +12,8 @@ use strata_filters::dense::DenseBits;
 use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
-    Done, HoldReply, Missing, ReadMemoryReply, SampleReply, SetupReply, StacksReply, TaskNote,
+    Done, HoldReply, Missing, ProbeReply, ReadMemoryReply, SampleReply, SetupReply, StacksReply,
+    TaskNote,
 };
 
 use crate::children::Answer;
@@ -305,6 +306,12 @@ fn concat_ranks<M: Message + Default, T>(
 pub fn merge_stacks(answers: &[(u32, Answer)]) -> StacksReply {
     StacksReply {
         ranks: concat_ranks(answers, |r: StacksReply| r.ranks),
+    }
+}
+
+pub fn merge_probe(answers: &[(u32, Answer)]) -> ProbeReply {
+    ProbeReply {
+        ranks: concat_ranks(answers, |r: ProbeReply| r.ranks),
     }
 }
 

@@ -150,6 +150,7 @@ pub async fn run(
                 send_reply_bytes(&up, cmd.id, &bytes).await
             }
             Action::Stacks(_) => send_reply(&up, cmd.id, &merge::merge_stacks(&answers)).await,
+            Action::Probe(_) => send_reply(&up, cmd.id, &merge::merge_probe(&answers)).await,
             Action::Hold(_) | Action::Release(_) => {
                 send_reply(&up, cmd.id, &merge::merge_hold(&answers)).await
             }

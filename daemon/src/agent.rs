@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use strata_filters::wire;
+use strata_filters::{Frame, NodeId, PrefixTree, TaskRuns, wire};
 use strata_launcher::topology::parent_of;
 use strata_proto::auth::SessionKey;
 use strata_proto::link::{self, ParentLink, hostname, send_reply};
 use strata_proto::overlay::{
-    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, Progress, RankText,
-    ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry, TaskNote, ThreadEntry,
-    Up, command::Action, down, setup::Target, up,
+    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, ProbeReply, Progress,
+    RankProbe, RankText, ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry,
+    TaskNote, ThreadEntry, Up, command::Action, down, setup::Target, up,
 };
 use tokio::sync::mpsc;
 
@@ -107,6 +107,10 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
                 send_reply(&up, id, &reply).await
             }
             Action::Stacks(s) => send_reply(&up, id, &state.stacks(&s.ranks)).await,
+            Action::Probe(p) => {
+                let reply = state.probe(p, stop.clone()).await;
+                send_reply(&up, id, &reply).await
+            }
             Action::Hold(h) => {
                 let reply = state.hold(&h.ranks).await;
                 send_reply(&up, id, &reply).await
@@ -156,6 +160,27 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
     }
     state.release().await;
     Ok(())
+}
+
+/// Each task's path in a tree of single samples (outermost frame first): from the root,
+/// the child holding the task, until none does.
+fn paths_by_task(tree: &PrefixTree<TaskRuns>) -> Vec<Vec<Frame>> {
+    (0..tree.task_space())
+        .map(|task| {
+            let mut path = Vec::new();
+            let mut node = NodeId::ROOT;
+            while let Some(&child) = tree
+                .node(node)
+                .children
+                .iter()
+                .find(|&&c| tree.node(c).tasks.contains(task))
+            {
+                path.push(tree.node_frame(child).cloned().expect("non-root"));
+                node = child;
+            }
+            path
+        })
+        .collect()
 }
 
 /// Fault injection for the test suite: `STRATA_FAILPOINT=daemon-3-exit-at-setup` makes
@@ -281,6 +306,74 @@ impl State {
         let reply = sample_reply(&sampled);
         self.last = sampled.last;
         reply
+    }
+
+    /// One capture of the main thread of the asked ranks this daemon has (all when none
+    /// are named): their function names, outermost first. The sampler does the work, so a
+    /// probe stops a rank exactly as a sample does (microseconds) and never leaves it
+    /// stopped or traced.
+    async fn probe(&mut self, p: pb::Probe, stop: Arc<AtomicBool>) -> ProbeReply {
+        let wanted: Vec<Task> = if p.ranks.is_empty() {
+            self.tasks.clone()
+        } else {
+            let asked: std::collections::HashSet<u32> = p.ranks.iter().copied().collect();
+            self.tasks
+                .iter()
+                .filter(|t| asked.contains(&t.rank))
+                .cloned()
+                .collect()
+        };
+        if wanted.is_empty() {
+            return ProbeReply::default();
+        }
+        let Some(mut sampler) = self.sampler.take() else {
+            return ProbeReply::default();
+        };
+        let options = sample_options(&pb::Sample {
+            samples: 1,
+            max_frames: p.max_frames,
+            ..pb::Sample::default()
+        });
+        let capturer = self.capturer.clone();
+        let tasks = wanted.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let stop_now = || stop.load(Ordering::SeqCst);
+            let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut |_| {});
+            (sampler, sampled)
+        })
+        .await;
+        let (sampler, sampled) = match joined {
+            Ok(x) => x,
+            Err(e) => {
+                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                let error = Some(format!("daemon error: {e}"));
+                return ProbeReply {
+                    ranks: wanted
+                        .iter()
+                        .map(|t| RankProbe {
+                            rank: t.rank,
+                            error: error.clone(),
+                            ..RankProbe::default()
+                        })
+                        .collect(),
+                };
+            }
+        };
+        self.sampler = Some(sampler);
+        let paths = paths_by_task(&sampled.tree_2d);
+        ProbeReply {
+            ranks: wanted
+                .iter()
+                .zip(&sampled.tasks)
+                .zip(paths)
+                .map(|((t, report), path)| RankProbe {
+                    rank: t.rank,
+                    functions: path.iter().map(|f| f.name()).collect(),
+                    exited: report.exited,
+                    error: report.error.clone(),
+                })
+                .collect(),
+        }
     }
 
     fn stacks(&self, ranks: &[u32]) -> StacksReply {

@@ -55,34 +55,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let target = match (&place, args.launcher_pid) {
-        (Place::Slurm { job, step }, _) => Target::Slurm(SlurmTarget {
-            job: job.id,
-            step: *step,
-        }),
-        (Place::Local, Some(pid)) => Target::LauncherPid(pid as u32),
-        (Place::Local, None) => Target::Pids(PidList {
-            pids: args.pids.iter().map(|&p| p as u32).collect(),
-        }),
-    };
-    let sample = Sample {
-        samples: args.samples,
-        interval_us: args.interval.as_micros() as u64,
-        jitter: 0.2,
-        threads: args.threads,
-        max_frames: 0,
-        dense: false,
-    };
-    let setup = Setup {
-        uid: nix::unistd::getuid().as_raw(),
-        target: Some(target),
-        share: 0,
-        debug_dirs: args
-            .debug_dir
-            .iter()
-            .map(|d| d.to_string_lossy().into_owned())
-            .collect(),
-    };
+    let (setup, sample) = requests(&args, &place);
     let progress = std::io::stderr().is_terminal() && !args.json;
     if args.interactive {
         if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
@@ -154,6 +127,39 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     })
 }
 
+/// What the daemons are asked: which tasks (the rank map's target) and how to sample.
+pub(crate) fn requests(args: &AttachArgs, place: &Place) -> (Setup, Sample) {
+    let target = match (place, args.launcher_pid) {
+        (Place::Slurm { job, step }, _) => Target::Slurm(SlurmTarget {
+            job: job.id,
+            step: *step,
+        }),
+        (Place::Local, Some(pid)) => Target::LauncherPid(pid as u32),
+        (Place::Local, None) => Target::Pids(PidList {
+            pids: args.pids.iter().map(|&p| p as u32).collect(),
+        }),
+    };
+    let sample = Sample {
+        samples: args.samples,
+        interval_us: args.interval.as_micros() as u64,
+        jitter: 0.2,
+        threads: args.threads,
+        max_frames: 0,
+        dense: false,
+    };
+    let setup = Setup {
+        uid: nix::unistd::getuid().as_raw(),
+        target: Some(target),
+        share: 0,
+        debug_dirs: args
+            .debug_dir
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect(),
+    };
+    (setup, sample)
+}
+
 /// The job as the result file names it.
 pub(crate) fn job_info(
     place: &Place,
@@ -186,7 +192,7 @@ pub(crate) enum Place {
 }
 
 /// Checks the options against each other and looks a job id up.
-fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
+pub(crate) fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
     let bad = |m: &str| Err(Failure::new(Exit::BadInput, m.to_string()));
     let Some(text) = &args.job else {
         if args.rm == Some(ResourceManager::Slurm) {

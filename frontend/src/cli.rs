@@ -58,6 +58,10 @@ pub enum Command {
     /// One rank of `strata demo`'s job (internal).
     #[command(hide = true)]
     DemoRank(DemoRankArgs),
+    /// Watch a running job and detect a hang statistically (ParaStack): probe a few ranks
+    /// at random moments, verify an alarm, snapshot and report; exit 3 on a hang.
+    #[command(after_help = exit::table())]
+    Watch(crate::watch::command::WatchArgs),
     /// Print every thread's stack of running processes (like `eu-stack -p` or
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
@@ -200,7 +204,7 @@ pub struct DemoRankArgs {
 }
 
 /// `100ms`, `1.5s`, `2` (seconds).
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -328,6 +332,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::Bench(args) => crate::bench::run(args),
         Command::BenchDaemons(args) => crate::bench::emulate(args),
         Command::Commnode(args) => crate::roles::commnode(args),
+        Command::Watch(args) => crate::watch::command::run(args),
     }
 }
 

@@ -20,8 +20,13 @@ pub const FOLDED_FILE: &str = "stacks.folded";
 
 /// `./strata-results/<job>-<UTC timestamp>/`, the default for `-o`.
 pub fn default_dir(result: &StrataResult) -> PathBuf {
+    PathBuf::from("strata-results").join(format!("{}-{}", result.file_stem(), timestamp_for_path()))
+}
+
+/// Now, UTC, as a file-name-safe stamp (`20261123T040506Z`).
+pub fn timestamp_for_path() -> String {
     let now = time::OffsetDateTime::now_utc();
-    let stamp = format!(
+    format!(
         "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
         now.year(),
         u8::from(now.month()),
@@ -29,8 +34,7 @@ pub fn default_dir(result: &StrataResult) -> PathBuf {
         now.hour(),
         now.minute(),
         now.second()
-    );
-    PathBuf::from("strata-results").join(format!("{}-{stamp}", result.file_stem()))
+    )
 }
 
 /// Writes every rendering into `dir` (created if needed); returns the paths written.

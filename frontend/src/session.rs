@@ -20,7 +20,8 @@ use strata_launcher::topology::{Topology, children_of, parent_of};
 use strata_launcher::{CommnodeSpec, DaemonSpec, Launcher};
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    Command, Role, Sample, SampleReply, Setup, SetupReply, StacksReply, command::Action,
+    Command, Probe, ProbeReply, Role, Sample, SampleReply, Setup, SetupReply, StacksReply,
+    command::Action,
 };
 use tokio::time::Instant;
 
@@ -379,6 +380,29 @@ impl Session {
             return None;
         }
         Some(merge::merge_stacks(&answers))
+    }
+
+    /// One capture of the main thread of `ranks` (every rank when empty): their function
+    /// names, in no particular order; `None` when a signal interrupted it. A rank whose
+    /// daemon did not answer is absent.
+    pub async fn probe(&mut self, ranks: Vec<u32>) -> Option<ProbeReply> {
+        if self.stopped().is_some() {
+            return None;
+        }
+        let answers = self
+            .command(
+                Duration::from_secs(30),
+                Action::Probe(Probe {
+                    ranks,
+                    max_frames: 0,
+                }),
+                |_, _| {},
+            )
+            .await;
+        if self.stopped().is_some() {
+            return None;
+        }
+        Some(merge::merge_probe(&answers))
     }
 
     /// Shuts the tree down (every daemon detaches and exits). Returns the rank map, the

@@ -120,6 +120,11 @@ pub fn available() -> bool {
         .map_or_else(|e| e.contains("Invalid job id"), |_| true)
 }
 
+/// Cancels job `id` (`scancel`), as `strata watch --on-hang cancel` does after its report.
+pub fn cancel(id: u32) -> Result<(), String> {
+    slurm_command("scancel", &[&id.to_string()]).map(|_| ())
+}
+
 /// Looks job `id` up and checks that `uid` may attach to it.
 pub fn lookup(id: u32, uid: u32) -> Result<SlurmJob, SlurmError> {
     let job = id.to_string();

@@ -166,7 +166,7 @@ pub struct Command {
     /// the children that did not answer in time as missing.
     #[prost(uint64, tag = "2")]
     pub timeout_ms: u64,
-    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11")]
     pub action: Option<command::Action>,
 }
 
@@ -197,6 +197,10 @@ pub mod command {
         /// Detach, reply [`super::Done`], close the link and exit.
         #[prost(message, tag = "10")]
         Shutdown(super::Shutdown),
+        /// Where chosen ranks' main threads are now, one capture each and no tree; reply
+        /// [`super::ProbeReply`] (`strata watch` asks a few ranks at random moments).
+        #[prost(message, tag = "11")]
+        Probe(super::Probe),
     }
 }
 
@@ -431,6 +435,39 @@ pub struct Stacks {
 pub struct StacksReply {
     #[prost(message, repeated, tag = "1")]
     pub ranks: Vec<RankText>,
+}
+
+/// Capture the main thread of these ranks once (every rank of the daemon when empty).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Probe {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
+    /// Frames per stack before the walk is cut (0: the daemon's default).
+    #[prost(uint32, tag = "2")]
+    pub max_frames: u32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProbeReply {
+    #[prost(message, repeated, tag = "1")]
+    pub ranks: Vec<RankProbe>,
+}
+
+/// One rank's main thread at one moment.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RankProbe {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+    /// Function names, outermost first (`??` where no symbol is known; inlined calls
+    /// included).
+    #[prost(string, repeated, tag = "2")]
+    pub functions: Vec<String>,
+    /// The rank's process has exited.
+    #[prost(bool, tag = "3")]
+    pub exited: bool,
+    /// Why there is no stack (capture refused, exited, ...).
+    #[prost(string, optional, tag = "4")]
+    pub error: Option<String>,
 }
 
 /// A rank's answer as text (its stacks, or why there are none).

@@ -44,9 +44,11 @@
 //!   when an alarm is dismissed, so a hang cannot teach the model that hanging is normal, and
 //!   healthy low values are not lost from it either ([`Detector::observe`]).
 
+pub mod command;
 mod detector;
 mod ecdf;
 mod monitor;
+mod report;
 mod runs_test;
 mod schedule;
 mod verify;

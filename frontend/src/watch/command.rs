@@ -1,0 +1,593 @@
+//! `strata watch`: the statistical core of this module, run against a live job.
+//!
+//! The tree network stays up beside the job. At random moments ([`Detector::next_gap`]) the
+//! monitored ranks are probed (one capture of their main thread, no tree:
+//! [`Session::probe`]); S_out feeds the [`Detector`]. An alarm is verified with
+//! [`VERIFY_SAMPLES`] probes of every rank; a verified hang gets a full snapshot through the
+//! tree (the normal result files), a report directory ([`super::report`]) and the action
+//! `--on-hang` asks for. A job that ends makes the watch end with exit 0.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use regex::Regex;
+use serde::Serialize;
+
+use crate::attach::{self, Place};
+use crate::cli::{
+    AttachArgs, ColorArg, Failure, GranularityArg, ResourceManager, ShowArgs, TreeArg,
+};
+use crate::exit::Exit;
+use crate::interrupt;
+use crate::result::{StrataResult, now_rfc3339};
+use crate::session::{Opened, Session};
+
+use super::report::{self, Hang};
+use super::{
+    DEFAULT_MPI_PATTERN, Detector, DetectorConfig, MonitorSet, RankState, Status, VERIFY_SAMPLES,
+    Verdict, cut_below_mpi, in_mpi, s_out, verify,
+};
+
+/// What to do once a hang is verified and reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnHang {
+    /// Detach and exit with code 3.
+    Exit,
+    /// Cancel the job (scancel; SIGTERM to the ranks of a local job), then exit 3.
+    Cancel,
+    /// Keep watching; report again only after the job has moved.
+    Continue,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
+pub struct WatchArgs {
+    /// The job to watch: a Slurm job id (JOB or JOB.STEP).
+    #[arg(value_name = "JOBID")]
+    pub job: Option<String>,
+    /// The job step to watch (default: the one with the most tasks).
+    #[arg(long, value_name = "STEP", requires = "job")]
+    pub step: Option<u32>,
+    /// The ranks of a job on this host: the launcher (mpirun) ...
+    #[arg(long, value_name = "PID")]
+    pub launcher_pid: Option<i32>,
+    /// ... or the rank processes themselves, in rank order.
+    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
+    pub pids: Vec<i32>,
+    /// Ranks monitored between alarms (ParaStack's random subset; another set is swapped in
+    /// every 30 samples).
+    #[arg(long, default_value_t = MonitorSet::DEFAULT_SIZE as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub monitor: u32,
+    /// The first sampling interval I (gaps are uniform in [I/2, 3I/2]; doubled while the
+    /// samples are not random).
+    #[arg(long, default_value = "400ms", value_parser = crate::cli::parse_duration)]
+    pub interval: Duration,
+    /// Significance of the hang test: a streak of k suspicious samples is a hang when
+    /// q^k <= alpha.
+    #[arg(long, default_value_t = 0.001)]
+    pub alpha: f64,
+    /// A frame whose function name matches this regex means "inside MPI".
+    #[arg(long, default_value = DEFAULT_MPI_PATTERN, value_name = "REGEX")]
+    pub mpi_pattern: String,
+    /// Where the hang report goes (default: strata-watch-JOB-TIME in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// What to do after reporting a hang.
+    #[arg(long, value_enum, default_value = "exit")]
+    pub on_hang: OnHang,
+    /// Stop watching after this long without a hang (exit 0); default: until the job ends.
+    #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_duration)]
+    pub watch_for: Option<Duration>,
+    /// Samples of the snapshot taken when a hang is verified.
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub samples: u32,
+    /// Print the outcome as JSON on standard output (for cron and CI).
+    #[arg(long)]
+    pub json: bool,
+    /// Print every probe (time, S_out, the detector's verdict) on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Seed of the random choices (monitored ranks, gaps); default: from the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The resource manager (as for attach).
+    #[arg(long, value_enum)]
+    pub rm: Option<ResourceManager>,
+    /// Daemons to start with the local resource manager.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub daemons: Option<u32>,
+    /// Most children per tree node.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
+    pub fanout: Option<u32>,
+}
+
+impl WatchArgs {
+    /// The attach options the tree is built from.
+    fn attach_args(&self) -> AttachArgs {
+        AttachArgs {
+            job: self.job.clone(),
+            step: self.step,
+            pids: self.pids.clone(),
+            launcher_pid: self.launcher_pid,
+            samples: self.samples,
+            interval: Duration::from_millis(100),
+            threads: false,
+            rank: Vec::new(),
+            output: None,
+            no_files: true,
+            debug_dir: Vec::new(),
+            json: self.json,
+            rm: self.rm,
+            daemons: self.daemons,
+            fanout: self.fanout,
+            depth: None,
+            commnodes_in_job: false,
+            serial: false,
+            interactive: false,
+            show: ShowArgs {
+                format: None,
+                granularity: GranularityArg::Function,
+                no_cut: false,
+                tree: TreeArg::ThreeD,
+                all: false,
+                color: ColorArg::Never,
+            },
+        }
+    }
+}
+
+/// One probe of the monitored ranks, for the report's timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probed {
+    /// Since the watch started.
+    pub ms: u64,
+    pub s_out: f64,
+    pub status: Status,
+}
+
+/// Why the watch ended.
+#[derive(Debug, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Ended {
+    Hang {
+        report_dir: PathBuf,
+        cancelled: bool,
+    },
+    JobEnded,
+    WatchedFor {
+        seconds: f64,
+    },
+}
+
+pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
+    let bad = |m: String| Failure::new(Exit::BadInput, m);
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(bad(format!(
+            "--alpha {}: must be between 0 and 1",
+            args.alpha
+        )));
+    }
+    let pattern = Regex::new(&args.mpi_pattern)
+        .map_err(|e| bad(format!("--mpi-pattern '{}': {e}", args.mpi_pattern)))?;
+    let attach_args = args.attach_args();
+    let place = attach::where_to_attach(&attach_args)?;
+    let signals = interrupt::watch().map_err(|e| {
+        Failure::new(
+            Exit::Internal,
+            format!("cannot set up signal handling: {e}"),
+        )
+    })?;
+    let (setup, sample) = attach::requests(&attach_args, &place);
+    let progress = std::io::stderr().is_terminal() && !args.json;
+    let (plan, mut launcher, key) =
+        attach::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
+    let runtime = crate::roles::runtime()?;
+    let mut session = match runtime.block_on(Session::open(&plan, launcher.as_mut(), key, signals))
+    {
+        Ok(Opened::Ready(s)) => s,
+        Ok(Opened::Interrupted(sig)) => {
+            drop(runtime);
+            launcher.reap(Duration::from_secs(5));
+            eprintln!("strata: {sig}: stopped; every process detached");
+            return Ok(Exit::Interrupted);
+        }
+        Err(e) => {
+            drop(runtime);
+            launcher.reap(Duration::from_secs(5));
+            return Err(Failure::new(Exit::Internal, e.0));
+        }
+    };
+    attach::report_problems(&session.rank_map);
+    if let Some(failure) = attach::nothing_found(&session.rank_map) {
+        let _ = runtime.block_on(session.close());
+        drop(runtime);
+        launcher.reap(Duration::from_secs(5));
+        return Err(failure);
+    }
+    session.quiet();
+    let job = attach::job_info(&place, &attach_args, &session.rank_map, None);
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut watch = Watch {
+        args: &args,
+        pattern,
+        place: &place,
+        started: Instant::now(),
+        started_at: now_rfc3339(),
+        timeline: Vec::new(),
+        dismissed: 0,
+        reported: false,
+        seed,
+    };
+    let outcome = runtime.block_on(watch.run(&mut session, &job, &sample));
+    // Detach whatever happened.
+    let interrupted = session.stopped();
+    let _ = runtime.block_on(session.close());
+    drop(runtime);
+    launcher.reap(Duration::from_secs(5));
+    if let Some(sig) = interrupted {
+        eprintln!("strata: {sig}: stopped watching; every process detached");
+        return Ok(Exit::Interrupted);
+    }
+    let ended = outcome?;
+    if args.json {
+        let v = serde_json::json!({
+            "job": job,
+            "started": watch.started_at,
+            "seed": seed,
+            "result": &ended,
+        });
+        crate::cli::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&v).unwrap()))?;
+    }
+    Ok(match ended {
+        Ended::Hang { .. } => Exit::HangDetected,
+        Ended::JobEnded | Ended::WatchedFor { .. } => Exit::Complete,
+    })
+}
+
+struct Watch<'a> {
+    args: &'a WatchArgs,
+    pattern: Regex,
+    place: &'a Place,
+    started: Instant,
+    started_at: String,
+    timeline: Vec<Probed>,
+    dismissed: u32,
+    /// A hang was reported and the job has not moved since (`--on-hang continue`).
+    reported: bool,
+    seed: u64,
+}
+
+impl Watch<'_> {
+    fn say(&self, line: &str) {
+        if !self.args.json {
+            eprintln!("strata watch: {line}");
+        }
+    }
+
+    async fn run(
+        &mut self,
+        session: &mut Session,
+        job: &crate::result::JobInfo,
+        sample: &strata_proto::overlay::Sample,
+    ) -> Result<Ended, Failure> {
+        let ranks: Vec<u32> = session
+            .rank_map
+            .daemons
+            .iter()
+            .flat_map(|d| d.tasks.iter().map(|t| t.rank))
+            .collect();
+        let mut monitor = MonitorSet::new(&ranks, self.args.monitor as usize, self.seed);
+        let mut detector = Detector::new(
+            DetectorConfig {
+                alpha: self.args.alpha,
+                initial_interval: self.args.interval,
+                ..DetectorConfig::default()
+            },
+            self.seed,
+        );
+        self.say(&format!(
+            "watching job {} ({} ranks; {} monitored, first interval {} ms, alpha {})",
+            job.id,
+            ranks.len(),
+            monitor.ranks().len(),
+            self.args.interval.as_millis(),
+            self.args.alpha
+        ));
+        loop {
+            if let Some(limit) = self.args.watch_for
+                && self.started.elapsed() >= limit
+            {
+                self.say(&format!(
+                    "no hang in {:.0} s of watching ({} probes, {} alarm(s) dismissed)",
+                    limit.as_secs_f64(),
+                    self.timeline.len(),
+                    self.dismissed
+                ));
+                return Ok(Ended::WatchedFor {
+                    seconds: limit.as_secs_f64(),
+                });
+            }
+            tokio::time::sleep(detector.next_gap()).await;
+            let Some(probe) = session.probe(monitor.ranks().to_vec()).await else {
+                return Ok(Ended::WatchedFor {
+                    seconds: self.started.elapsed().as_secs_f64(),
+                });
+            };
+            let inside: Vec<bool> = probe
+                .ranks
+                .iter()
+                .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
+                .map(|r| in_mpi(&r.functions, &self.pattern))
+                .collect();
+            if self.args.verbose && inside.len() < probe.ranks.len() {
+                for r in probe.ranks.iter().filter(|r| r.error.is_some() || r.exited) {
+                    eprintln!(
+                        "strata watch: rank {}: {}",
+                        r.rank,
+                        r.error.as_deref().unwrap_or("exited")
+                    );
+                }
+            }
+            let Some(s) = s_out(inside) else {
+                if self.args.verbose {
+                    eprintln!(
+                        "strata watch: {:>8.3} s  no monitored rank answered",
+                        self.started.elapsed().as_secs_f64()
+                    );
+                }
+                // Nobody answered: the job ended, or the tree lost the monitored ranks.
+                if !self.job_running(session).await {
+                    self.say("the job ended");
+                    return Ok(Ended::JobEnded);
+                }
+                continue;
+            };
+            monitor.sampled();
+            let observation = detector
+                .observe(s)
+                .map_err(|e| Failure::new(Exit::Internal, format!("S_out {}", e.0)))?;
+            if let Some(to) = observation.doubled_to {
+                self.say(&format!(
+                    "samples not random: interval doubled to {} ms",
+                    to.as_millis()
+                ));
+            }
+            if self.args.verbose {
+                eprintln!(
+                    "strata watch: {:>8.3} s  S_out {:.3}  {:?}",
+                    self.started.elapsed().as_secs_f64(),
+                    s,
+                    observation.status
+                );
+            }
+            self.timeline.push(Probed {
+                ms: self.started.elapsed().as_millis() as u64,
+                s_out: s,
+                status: observation.status,
+            });
+            let Status::Alarm(alarm) = observation.status else {
+                if self.reported && matches!(observation.status, Status::Normal) {
+                    // The job moved after a reported hang: report the next one again.
+                    self.reported = false;
+                }
+                continue;
+            };
+            self.say(&format!(
+                "alarm: {} suspicious samples in a row (q^k = {:.2e} <= {}); verifying with \
+                 {VERIFY_SAMPLES} samples of every rank",
+                alarm.k, alarm.probability, alarm.alpha
+            ));
+            let mut full = Vec::new();
+            for i in 0..VERIFY_SAMPLES {
+                if i > 0 {
+                    tokio::time::sleep(detector.interval()).await;
+                }
+                let Some(p) = session.probe(Vec::new()).await else {
+                    return Ok(Ended::WatchedFor {
+                        seconds: self.started.elapsed().as_secs_f64(),
+                    });
+                };
+                full.push(self.states(&p));
+            }
+            if full.iter().all(BTreeMap::is_empty) {
+                if !self.job_running(session).await {
+                    self.say("the job ended");
+                    return Ok(Ended::JobEnded);
+                }
+                detector.dismissed();
+                continue;
+            }
+            let verification = match verify(&full) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.say(&format!("cannot verify ({e}): watching on"));
+                    detector.dismissed();
+                    continue;
+                }
+            };
+            let Verdict::Hung(classification) = &verification.verdict else {
+                self.dismissed += 1;
+                if let Verdict::NotHung { changed_ranks } = &verification.verdict {
+                    self.say(&format!(
+                        "not a hang: {} rank(s) moved ({}); watching on",
+                        changed_ranks.len(),
+                        strata_filters::taskset::format_runs(&runs_of(changed_ranks))
+                    ));
+                }
+                self.reported = false;
+                detector.dismissed();
+                continue;
+            };
+            if self.reported {
+                // Still the hang already reported (`--on-hang continue`).
+                detector.dismissed();
+                continue;
+            }
+            self.say("hang verified: no rank moved in any verification sample; taking a snapshot");
+            let result = self.snapshot(session, job, sample).await?;
+            let dir = self.args.report_dir.clone().unwrap_or_else(|| {
+                PathBuf::from(format!(
+                    "strata-watch-{}-{}",
+                    job.id,
+                    crate::output::timestamp_for_path()
+                ))
+            });
+            let hang = Hang {
+                job,
+                started: &self.started_at,
+                detected_after: self.started.elapsed(),
+                seed: self.seed,
+                alarm: &alarm,
+                stats: detector.stats(),
+                verification: &verification,
+                classification,
+                timeline: &self.timeline,
+                on_hang: self.args.on_hang,
+                mpi_pattern: self.pattern.as_str(),
+            };
+            report::write(&dir, &result, &hang).map_err(|e| {
+                Failure::new(
+                    Exit::BadInput,
+                    format!("cannot write the report to {}: {e}", dir.display()),
+                )
+            })?;
+            if !self.args.json {
+                crate::cli::write_stdout(&report::summary(&result, &hang))?;
+            }
+            self.say(&format!("report written to {}", dir.display()));
+            match self.args.on_hang {
+                OnHang::Exit => {
+                    return Ok(Ended::Hang {
+                        report_dir: dir,
+                        cancelled: false,
+                    });
+                }
+                OnHang::Cancel => {
+                    let cancelled = self.cancel(session);
+                    return Ok(Ended::Hang {
+                        report_dir: dir,
+                        cancelled,
+                    });
+                }
+                OnHang::Continue => {
+                    self.reported = true;
+                    detector.dismissed();
+                }
+            }
+        }
+    }
+
+    /// Each rank's state in one full probe (ranks without a stack are left out).
+    fn states(&self, p: &strata_proto::overlay::ProbeReply) -> BTreeMap<u32, RankState> {
+        p.ranks
+            .iter()
+            .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
+            .map(|r| {
+                (
+                    r.rank,
+                    RankState {
+                        path: cut_below_mpi(&r.functions, &self.pattern).to_vec(),
+                        in_mpi: in_mpi(&r.functions, &self.pattern),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The full snapshot through the tree, as `strata attach` takes it.
+    async fn snapshot(
+        &self,
+        session: &mut Session,
+        job: &crate::result::JobInfo,
+        sample: &strata_proto::overlay::Sample,
+    ) -> Result<StrataResult, Failure> {
+        let sampled = session.sample(sample).await.ok_or_else(|| {
+            Failure::new(Exit::Interrupted, "interrupted while taking the snapshot")
+        })?;
+        Ok(attach::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result)
+    }
+
+    /// Whether the job still runs: Slurm's word for a Slurm job; for a local job, whether
+    /// any rank process is left.
+    async fn job_running(&self, session: &mut Session) -> bool {
+        match self.place {
+            Place::Slurm { job, .. } => {
+                let id = job.id;
+                let uid = nix::unistd::getuid().as_raw();
+                tokio::task::spawn_blocking(move || {
+                    strata_launcher::slurm::lookup(id, uid).is_ok_and(|j| j.state == "RUNNING")
+                })
+                .await
+                .unwrap_or(false)
+            }
+            Place::Local => session.rank_map.daemons.iter().any(|d| {
+                d.tasks.iter().any(|t| {
+                    std::fs::read_to_string(format!("/proc/{}/stat", t.pid)).is_ok_and(|s| {
+                        !s.rsplit(')')
+                            .next()
+                            .unwrap_or("")
+                            .trim_start()
+                            .starts_with('Z')
+                    })
+                })
+            }),
+        }
+    }
+
+    /// `--on-hang cancel`: scancel a Slurm job; SIGTERM to a local job's launcher or ranks.
+    fn cancel(&self, session: &Session) -> bool {
+        match self.place {
+            Place::Slurm { job, .. } => match strata_launcher::slurm::cancel(job.id) {
+                Ok(()) => {
+                    self.say(&format!("job {} cancelled (scancel)", job.id));
+                    true
+                }
+                Err(e) => {
+                    eprintln!("strata watch: cannot cancel job {}: {e}", job.id);
+                    false
+                }
+            },
+            Place::Local => {
+                use nix::sys::signal::{Signal, kill};
+                use nix::unistd::Pid;
+                let pids: Vec<i32> = match self.args.launcher_pid {
+                    Some(p) => vec![p],
+                    None => session
+                        .rank_map
+                        .daemons
+                        .iter()
+                        .flat_map(|d| d.tasks.iter().map(|t| t.pid as i32))
+                        .collect(),
+                };
+                let sent = pids
+                    .iter()
+                    .filter(|&&p| kill(Pid::from_raw(p), Signal::SIGTERM).is_ok())
+                    .count();
+                self.say(&format!("sent SIGTERM to {sent} process(es) of the job"));
+                sent > 0
+            }
+        }
+    }
+}
+
+/// Sorted ranks as runs, for printing.
+fn runs_of(ranks: &[u32]) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if last.1 == r => last.1 = r + 1,
+            _ => out.push((r, r + 1)),
+        }
+    }
+    out
+}

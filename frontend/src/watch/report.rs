@@ -1,0 +1,180 @@
+//! The hang report of `strata watch`: a directory with the snapshot's result files (as
+//! `strata attach` writes them), `summary.txt` (one page a person reads first) and
+//! `watch.json` (the statistics behind the decision, for scripts).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::render::{self, Format, text::TextOptions};
+use crate::result::{JobInfo, StrataResult, TreeKind};
+use strata_filters::ViewOptions;
+use strata_filters::taskset::format_runs;
+
+use super::command::{OnHang, Probed};
+use super::{Alarm, Classification, Stats, Verification};
+
+/// Everything the report says about one verified hang.
+#[derive(Serialize)]
+pub struct Hang<'a> {
+    pub job: &'a JobInfo,
+    /// When the watch started (RFC 3339).
+    pub started: &'a str,
+    #[serde(serialize_with = "as_seconds")]
+    pub detected_after: Duration,
+    pub seed: u64,
+    pub alarm: &'a Alarm,
+    pub stats: Stats,
+    pub verification: &'a Verification,
+    pub classification: &'a Classification,
+    pub timeline: &'a [Probed],
+    pub on_hang: OnHang,
+    pub mpi_pattern: &'a str,
+}
+
+fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// Writes the report directory: the result files, `summary.txt`, `watch.json`.
+pub fn write(dir: &Path, result: &StrataResult, hang: &Hang) -> std::io::Result<()> {
+    crate::output::write_all(result, dir)?;
+    std::fs::write(dir.join("summary.txt"), summary(result, hang))?;
+    let json = serde_json::to_string_pretty(hang).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join("watch.json"), json + "\n")
+}
+
+fn ranks_text(ranks: &[u32]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for r in sorted {
+        match runs.last_mut() {
+            Some(last) if last.1 == r => last.1 = r + 1,
+            _ => runs.push((r, r + 1)),
+        }
+    }
+    format!("[{}]", format_runs(&runs))
+}
+
+/// Host and pid of a rank, as the snapshot recorded them.
+fn whereabouts(result: &StrataResult, rank: u32) -> String {
+    match result.meta.ranks.iter().find(|r| r.rank == rank) {
+        Some(r) => format!(
+            "on {} pid {}",
+            r.host.as_deref().unwrap_or("?"),
+            r.pid.map_or("?".to_string(), |p| p.to_string())
+        ),
+        None => "(not in the snapshot)".to_string(),
+    }
+}
+
+/// The one-page text summary (also printed on stdout when the hang is found).
+pub fn summary(result: &StrataResult, hang: &Hang) -> String {
+    let mut s = String::new();
+    let job = hang.job;
+    let _ = writeln!(
+        s,
+        "strata watch: job {} ({}) is HUNG",
+        job.id, job.resource_manager
+    );
+    let _ = writeln!(
+        s,
+        "watched since {}; hang detected after {:.1} s",
+        hang.started,
+        hang.detected_after.as_secs_f64()
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "What was seen");
+    let a = hang.alarm;
+    let _ = writeln!(
+        s,
+        "  {} probes in a row had S_out (the share of monitored ranks outside MPI) at or below \
+         {:.2},",
+        a.k, a.threshold
+    );
+    let _ = writeln!(
+        s,
+        "  which healthy samples of this job do with probability at most q = {:.3} each: \
+         q^{} = {:.2e} <= alpha = {}",
+        a.q, a.k, a.probability, a.alpha
+    );
+    let _ = writeln!(
+        s,
+        "  (model of {} samples, p = {:.2}, d = {:.2}, interval {:.0} ms).",
+        a.n, a.p_hat, a.d, hang.stats.interval_ms
+    );
+    let _ = writeln!(
+        s,
+        "  Verification: in {} samples of every rank, no rank's path (function level, cut \
+         below MPI) changed.",
+        super::VERIFY_SAMPLES
+    );
+    if !hang.verification.unverified_ranks.is_empty() {
+        let _ = writeln!(
+            s,
+            "  Ranks missing from some verification sample (not judged): {}",
+            ranks_text(&hang.verification.unverified_ranks)
+        );
+    }
+    let _ = writeln!(s);
+    match hang.classification {
+        Classification::Computation { suspects } => {
+            let _ = writeln!(
+                s,
+                "Computation hang: {} rank(s) stayed outside MPI, the others wait for them",
+                suspects.len()
+            );
+            for &r in suspects.iter().take(20) {
+                let _ = writeln!(s, "  suspect rank {r} {}", whereabouts(result, r));
+            }
+            if suspects.len() > 20 {
+                let _ = writeln!(s, "  ... {} more", suspects.len() - 20);
+            }
+        }
+        Classification::Communication { smallest_classes } => {
+            let _ = writeln!(
+                s,
+                "Communication hang: every rank waits inside MPI; the least-populated paths:"
+            );
+            for (path, ranks) in smallest_classes {
+                let tail: Vec<&str> = path
+                    .iter()
+                    .rev()
+                    .take(3)
+                    .rev()
+                    .map(String::as_str)
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  {}:{}  ... > {}",
+                    ranks.len(),
+                    ranks_text(ranks),
+                    tail.join(" > ")
+                );
+            }
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "The snapshot ({} samples of every rank):",
+        result.meta.sampling.samples
+    );
+    s.push_str(&render::render(
+        result,
+        Format::Text,
+        TreeKind::ThreeD,
+        ViewOptions::default(),
+        TextOptions::terminal(false, Some(100)),
+    ));
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "Next: strata view result.json (in this directory) to browse it; watch.json holds the \
+         statistics."
+    );
+    s
+}
