@@ -82,16 +82,24 @@ impl Drop for SlurmJob {
 
 /// The ring, built once, in a directory every node (and user) can read.
 fn ring_binary() -> PathBuf {
-    static RING: OnceLock<PathBuf> = OnceLock::new();
-    RING.get_or_init(|| {
-        let exe = crate::target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
-        let dir = Path::new("/tmp/strata-slurm/bin");
-        std::fs::create_dir_all(dir).unwrap();
-        let dst = dir.join("mpi_ring");
-        std::fs::copy(&exe, &dst).unwrap();
-        dst
-    })
-    .clone()
+    mpi_binary("mpi_ring.c", "mpi_ring")
+}
+
+/// An MPI fixture compiled once per test process with mpicc, copied to a directory every
+/// node (and user) can read.
+pub fn mpi_binary(source: &str, name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
+        return p.clone();
+    }
+    let exe = crate::target::compile_with("mpicc", source, name, &["-O1", "-g"]);
+    let dir = Path::new("/tmp/strata-slurm/bin");
+    std::fs::create_dir_all(dir).unwrap();
+    let dst = dir.join(name);
+    std::fs::copy(&exe, &dst).unwrap();
+    built.push((name.to_string(), dst.clone()));
+    dst
 }
 
 /// Waits for `ranks` lines `rank R/N pid P host H` in `out`; returns the hosts by rank.
@@ -144,16 +152,22 @@ fn unique_name(kind: &str) -> String {
 
 /// The hung 8-rank ring across the 4 nodes, launched by `srun --mpi=pmix`.
 pub fn srun_ring() -> SlurmJob {
-    let ring = ring_binary();
+    srun_job(&ring_binary(), &[], "srun")
+}
+
+/// `program ARGS` as 8 ranks across the 4 nodes (`srun --mpi=pmix`); returns once every
+/// rank has printed its `rank R/N pid P host H` line.
+pub fn srun_job(program: &Path, args: &[&str], kind: &str) -> SlurmJob {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("ring.out");
-    let name = unique_name("srun");
+    let out = dir.path().join("job.out");
+    let name = unique_name(kind);
     // setsid: srun in a session of its own, out of the test's process group. It is not
-    // waited on here: it ends when the job is cancelled (SlurmJob's drop), and the child
-    // handle is reaped by a thread.
+    // waited on here: it ends when the job ends or is cancelled (SlurmJob's drop), and the
+    // child handle is reaped by a thread.
     let mut srun = slurm("setsid")
         .args(["srun", "-N4", "-n8", "--mpi=pmix", "-J", &name])
-        .arg(&ring)
+        .arg(program)
+        .args(args)
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -162,7 +176,7 @@ pub fn srun_ring() -> SlurmJob {
         .expect("srun (slurm-client)");
     std::thread::spawn(move || srun.wait());
     let id = job_named(&name);
-    let hosts = wait_for_ranks(&out, 8, "the srun ring");
+    let hosts = wait_for_ranks(&out, 8, &format!("the {kind} job"));
     SlurmJob {
         id,
         hosts,

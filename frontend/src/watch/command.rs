@@ -140,6 +140,24 @@ impl WatchArgs {
     }
 }
 
+/// Uninformative samples in a row after which the job is verified anyway. ParaStack's test
+/// can only alarm on S_out values that are rare for the job; a job hung before the watch
+/// learned anything (or whose S_out never varies) gives nothing rare, only the same value
+/// over and over, and would be watched forever. This check is strata's addition: 50 samples
+/// (20 s at 400 ms) of no information, then the same verification an alarm gets.
+pub const STILLNESS_SAMPLES: u32 = 50;
+
+/// What started a verification.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// The statistical test: a significant streak of suspicious samples.
+    Alarm(super::Alarm),
+    /// [`STILLNESS_SAMPLES`] uninformative samples in a row, all at this S_out or below
+    /// the model's threshold.
+    Stillness { samples: u32, s_out: f64 },
+}
+
 /// One probe of the monitored ranks, for the report's timeline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Probed {
@@ -301,6 +319,8 @@ impl Watch<'_> {
             self.args.interval.as_millis(),
             self.args.alpha
         ));
+        // Uninformative samples in a row (see [`STILLNESS_SAMPLES`]).
+        let mut still = 0u32;
         loop {
             if let Some(limit) = self.args.watch_for
                 && self.started.elapsed() >= limit
@@ -373,18 +393,44 @@ impl Watch<'_> {
                 s_out: s,
                 status: observation.status,
             });
-            let Status::Alarm(alarm) = observation.status else {
-                if self.reported && matches!(observation.status, Status::Normal) {
-                    // The job moved after a reported hang: report the next one again.
-                    self.reported = false;
+            let trigger = match observation.status {
+                Status::Alarm(alarm) => Trigger::Alarm(alarm),
+                Status::Uninformative => {
+                    still += 1;
+                    if still < STILLNESS_SAMPLES {
+                        continue;
+                    }
+                    still = 0;
+                    Trigger::Stillness {
+                        samples: STILLNESS_SAMPLES,
+                        s_out: s,
+                    }
                 }
-                continue;
+                other => {
+                    still = 0;
+                    if self.reported && matches!(other, Status::Normal) {
+                        // The job moved after a reported hang: report the next one again.
+                        self.reported = false;
+                    }
+                    continue;
+                }
             };
-            self.say(&format!(
-                "alarm: {} suspicious samples in a row (q^k = {:.2e} <= {}); verifying with \
-                 {VERIFY_SAMPLES} samples of every rank",
-                alarm.k, alarm.probability, alarm.alpha
-            ));
+            let dismiss = |detector: &mut Detector| {
+                if matches!(trigger, Trigger::Alarm(_)) {
+                    detector.dismissed();
+                }
+            };
+            match &trigger {
+                Trigger::Alarm(alarm) => self.say(&format!(
+                    "alarm: {} suspicious samples in a row (q^k = {:.2e} <= {}); verifying with \
+                     {VERIFY_SAMPLES} samples of every rank",
+                    alarm.k, alarm.probability, alarm.alpha
+                )),
+                Trigger::Stillness { samples, .. } => self.say(&format!(
+                    "S_out has not told anything for {samples} samples (too little variation to \
+                     judge); verifying with {VERIFY_SAMPLES} samples of every rank"
+                )),
+            }
             let mut full = Vec::new();
             for i in 0..VERIFY_SAMPLES {
                 if i > 0 {
@@ -402,14 +448,14 @@ impl Watch<'_> {
                     self.say("the job ended");
                     return Ok(Ended::JobEnded);
                 }
-                detector.dismissed();
+                dismiss(&mut detector);
                 continue;
             }
             let verification = match verify(&full) {
                 Ok(v) => v,
                 Err(e) => {
                     self.say(&format!("cannot verify ({e}): watching on"));
-                    detector.dismissed();
+                    dismiss(&mut detector);
                     continue;
                 }
             };
@@ -423,12 +469,12 @@ impl Watch<'_> {
                     ));
                 }
                 self.reported = false;
-                detector.dismissed();
+                dismiss(&mut detector);
                 continue;
             };
             if self.reported {
                 // Still the hang already reported (`--on-hang continue`).
-                detector.dismissed();
+                dismiss(&mut detector);
                 continue;
             }
             self.say("hang verified: no rank moved in any verification sample; taking a snapshot");
@@ -444,8 +490,11 @@ impl Watch<'_> {
                 job,
                 started: &self.started_at,
                 detected_after: self.started.elapsed(),
+                detected_at_unix: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
                 seed: self.seed,
-                alarm: &alarm,
+                trigger: &trigger,
                 stats: detector.stats(),
                 verification: &verification,
                 classification,
@@ -479,7 +528,7 @@ impl Watch<'_> {
                 }
                 OnHang::Continue => {
                     self.reported = true;
-                    detector.dismissed();
+                    dismiss(&mut detector);
                 }
             }
         }

@@ -13,8 +13,8 @@ use crate::result::{JobInfo, StrataResult, TreeKind};
 use strata_filters::ViewOptions;
 use strata_filters::taskset::format_runs;
 
-use super::command::{OnHang, Probed};
-use super::{Alarm, Classification, Stats, Verification};
+use super::command::{OnHang, Probed, Trigger};
+use super::{Classification, Stats, Verification};
 
 /// Everything the report says about one verified hang.
 #[derive(Serialize)]
@@ -24,8 +24,11 @@ pub struct Hang<'a> {
     pub started: &'a str,
     #[serde(serialize_with = "as_seconds")]
     pub detected_after: Duration,
+    /// When the hang was verified, seconds since the Unix epoch (to compare with a fault's
+    /// injection time in `tests/bench/watch.sh`).
+    pub detected_at_unix: f64,
     pub seed: u64,
-    pub alarm: &'a Alarm,
+    pub trigger: &'a Trigger,
     pub stats: Stats,
     pub verification: &'a Verification,
     pub classification: &'a Classification,
@@ -88,24 +91,39 @@ pub fn summary(result: &StrataResult, hang: &Hang) -> String {
     );
     let _ = writeln!(s);
     let _ = writeln!(s, "What was seen");
-    let a = hang.alarm;
-    let _ = writeln!(
-        s,
-        "  {} probes in a row had S_out (the share of monitored ranks outside MPI) at or below \
-         {:.2},",
-        a.k, a.threshold
-    );
-    let _ = writeln!(
-        s,
-        "  which healthy samples of this job do with probability at most q = {:.3} each: \
-         q^{} = {:.2e} <= alpha = {}",
-        a.q, a.k, a.probability, a.alpha
-    );
-    let _ = writeln!(
-        s,
-        "  (model of {} samples, p = {:.2}, d = {:.2}, interval {:.0} ms).",
-        a.n, a.p_hat, a.d, hang.stats.interval_ms
-    );
+    match hang.trigger {
+        Trigger::Alarm(a) => {
+            let _ = writeln!(
+                s,
+                "  {} probes in a row had S_out (the share of monitored ranks outside MPI) at \
+                 or below {:.2},",
+                a.k, a.threshold
+            );
+            let _ = writeln!(
+                s,
+                "  which healthy samples of this job do with probability at most q = {:.3} \
+                 each: q^{} = {:.2e} <= alpha = {}",
+                a.q, a.k, a.probability, a.alpha
+            );
+            let _ = writeln!(
+                s,
+                "  (model of {} samples, p = {:.2}, d = {:.2}, interval {:.0} ms).",
+                a.n, a.p_hat, a.d, hang.stats.interval_ms
+            );
+        }
+        Trigger::Stillness { samples, s_out } => {
+            let _ = writeln!(
+                s,
+                "  S_out (the share of monitored ranks outside MPI) stayed at {s_out:.2} or \
+                 as low for {samples} probes:"
+            );
+            let _ = writeln!(
+                s,
+                "  too little variation for the statistical test (the job may have hung \
+                 before the watch learned its normal behaviour), so it was verified anyway."
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "  Verification: in {} samples of every rank, no rank's path (function level, cut \
