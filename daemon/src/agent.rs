@@ -270,42 +270,62 @@ impl State {
         stop: Arc<AtomicBool>,
     ) -> SampleReply {
         let options = sample_options(&s);
-        let Some(mut sampler) = self.sampler.take() else {
-            return SampleReply::default();
-        };
-        let tasks = self.tasks.clone();
-        let capturer = self.capturer.clone();
         let progress_up = up.clone();
-        let total = options.samples as u64 * tasks.len() as u64;
-        let n = tasks.len() as u64;
+        let total = options.samples as u64 * self.tasks.len() as u64;
+        let n = self.tasks.len() as u64;
+        let progress = move |k: u32| {
+            let _ = progress_up.try_send(
+                up::Kind::Progress(Progress {
+                    command: id,
+                    done: k as u64 * n,
+                    total,
+                })
+                .into(),
+            );
+        };
+        match self
+            .run_sampler(self.tasks.clone(), options, stop, progress)
+            .await
+        {
+            Ok(sampled) => {
+                let reply = sample_reply(&sampled);
+                self.last = sampled.last;
+                reply
+            }
+            Err(e) => failed_sample(self.tasks.len(), &e),
+        }
+    }
+
+    /// Runs the sampler on `tasks` on a blocking thread (the link stays read meanwhile, so
+    /// a detach can set `stop`). `Err` when the sampler panicked: a bug, reported as every
+    /// task failing while the daemon stays alive with a fresh sampler.
+    async fn run_sampler(
+        &mut self,
+        tasks: Vec<Task>,
+        options: SampleOptions,
+        stop: Arc<AtomicBool>,
+        mut progress: impl FnMut(u32) + Send + 'static,
+    ) -> Result<Sampled, String> {
+        let Some(mut sampler) = self.sampler.take() else {
+            return Err("daemon error: the sampler is busy".into());
+        };
+        let capturer = self.capturer.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let stop_now = || stop.load(Ordering::SeqCst);
-            let mut progress = |k: u32| {
-                let _ = progress_up.try_send(
-                    up::Kind::Progress(Progress {
-                        command: id,
-                        done: k as u64 * n,
-                        total,
-                    })
-                    .into(),
-                );
-            };
             let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut progress);
             (sampler, sampled)
         })
         .await;
-        let (sampler, sampled) = match joined {
-            Ok(x) => x,
-            Err(e) => {
-                // The sampler panicked: a bug. Report every task as failed, stay alive.
-                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
-                return failed_sample(self.tasks.len(), &format!("daemon error: {e}"));
+        match joined {
+            Ok((sampler, sampled)) => {
+                self.sampler = Some(sampler);
+                Ok(sampled)
             }
-        };
-        self.sampler = Some(sampler);
-        let reply = sample_reply(&sampled);
-        self.last = sampled.last;
-        reply
+            Err(e) => {
+                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                Err(format!("daemon error: {e}"))
+            }
+        }
     }
 
     /// One capture of the main thread of the asked ranks this daemon has (all when none
@@ -326,40 +346,29 @@ impl State {
         if wanted.is_empty() {
             return ProbeReply::default();
         }
-        let Some(mut sampler) = self.sampler.take() else {
-            return ProbeReply::default();
-        };
         let options = sample_options(&pb::Sample {
             samples: 1,
             max_frames: p.max_frames,
             ..pb::Sample::default()
         });
-        let capturer = self.capturer.clone();
-        let tasks = wanted.clone();
-        let joined = tokio::task::spawn_blocking(move || {
-            let stop_now = || stop.load(Ordering::SeqCst);
-            let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut |_| {});
-            (sampler, sampled)
-        })
-        .await;
-        let (sampler, sampled) = match joined {
-            Ok(x) => x,
+        let sampled = match self
+            .run_sampler(wanted.clone(), options, stop, |_| {})
+            .await
+        {
+            Ok(sampled) => sampled,
             Err(e) => {
-                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
-                let error = Some(format!("daemon error: {e}"));
                 return ProbeReply {
                     ranks: wanted
                         .iter()
                         .map(|t| RankProbe {
                             rank: t.rank,
-                            error: error.clone(),
+                            error: Some(e.clone()),
                             ..RankProbe::default()
                         })
                         .collect(),
                 };
             }
         };
-        self.sampler = Some(sampler);
         let paths = paths_by_task(&sampled.tree_2d);
         ProbeReply {
             ranks: wanted

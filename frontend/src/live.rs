@@ -17,7 +17,7 @@ use crate::cli::{AttachArgs, Failure, write_files};
 use crate::exit::Exit;
 use crate::output;
 use crate::result::{JobInfo, StrataResult};
-use crate::session::{Opened, Session};
+use crate::session::{self, Session};
 use crate::tui::{self, Source, ViewState};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
@@ -141,21 +141,16 @@ pub(crate) fn run(
 ) -> Result<Exit, Failure> {
     let (plan, mut launcher, key) = attach::tree_plan(setup, sample.clone(), args, place, true)?;
     let signals = unless_debugging(signals);
-    let runtime = crate::roles::runtime()?;
-    let opened = runtime.block_on(Session::open(&plan, launcher.as_mut(), key, signals));
-    let mut session = match opened {
-        Ok(Opened::Ready(s)) => s,
-        Ok(Opened::Interrupted(sig)) => {
-            drop(runtime);
-            launcher.reap(Duration::from_secs(5));
-            eprintln!("strata: {sig}: stopped; every process detached");
-            return Ok(Exit::Interrupted);
-        }
-        Err(e) => {
-            drop(runtime);
-            launcher.reap(Duration::from_secs(5));
-            return Err(Failure::new(Exit::Internal, e.0));
-        }
+    let opened = session::open_blocking(
+        crate::roles::runtime()?,
+        &plan,
+        launcher.as_mut(),
+        key,
+        signals,
+    )
+    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
+    let Some((runtime, mut session)) = opened else {
+        return Ok(Exit::Interrupted);
     };
     attach::report_problems(&session.rank_map);
     let job = attach::job_info(place, args, &session.rank_map, job_name);

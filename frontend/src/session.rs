@@ -94,6 +94,30 @@ pub async fn run(
     })))
 }
 
+/// [`Session::open`] on `runtime`, for the commands that keep a session (`attach -i`,
+/// `watch`). `None` after an interrupt (said on stderr); on an interrupt or a failure the
+/// runtime is dropped (closing every link) and the launched processes reaped.
+pub fn open_blocking(
+    runtime: tokio::runtime::Runtime,
+    plan: &Plan,
+    launcher: &mut dyn Launcher,
+    key: SessionKey,
+    signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+) -> Result<Option<(tokio::runtime::Runtime, Box<Session>)>, SessionError> {
+    let opened = runtime.block_on(Session::open(plan, launcher, key, signals));
+    let failed = match opened {
+        Ok(Opened::Ready(s)) => return Ok(Some((runtime, s))),
+        Ok(Opened::Interrupted(sig)) => {
+            eprintln!("strata: {sig}: stopped; every process detached");
+            None
+        }
+        Err(e) => Some(e),
+    };
+    drop(runtime);
+    launcher.reap(Duration::from_secs(5));
+    failed.map_or(Ok(None), Err)
+}
+
 /// What [`Session::open`] came to.
 #[derive(Debug)]
 pub enum Opened {

@@ -23,7 +23,7 @@ use crate::cli::{
 use crate::exit::Exit;
 use crate::interrupt;
 use crate::result::{StrataResult, now_rfc3339};
-use crate::session::{Opened, Session};
+use crate::session::{self, Session};
 
 use super::report::{self, Hang};
 use super::{
@@ -203,21 +203,16 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     let progress = std::io::stderr().is_terminal() && !args.json;
     let (plan, mut launcher, key) =
         attach::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
-    let runtime = crate::roles::runtime()?;
-    let mut session = match runtime.block_on(Session::open(&plan, launcher.as_mut(), key, signals))
-    {
-        Ok(Opened::Ready(s)) => s,
-        Ok(Opened::Interrupted(sig)) => {
-            drop(runtime);
-            launcher.reap(Duration::from_secs(5));
-            eprintln!("strata: {sig}: stopped; every process detached");
-            return Ok(Exit::Interrupted);
-        }
-        Err(e) => {
-            drop(runtime);
-            launcher.reap(Duration::from_secs(5));
-            return Err(Failure::new(Exit::Internal, e.0));
-        }
+    let opened = session::open_blocking(
+        crate::roles::runtime()?,
+        &plan,
+        launcher.as_mut(),
+        key,
+        signals,
+    )
+    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
+    let Some((runtime, mut session)) = opened else {
+        return Ok(Exit::Interrupted);
     };
     attach::report_problems(&session.rank_map);
     if let Some(failure) = attach::nothing_found(&session.rank_map) {
