@@ -346,11 +346,14 @@ impl State {
         if wanted.is_empty() {
             return ProbeReply::default();
         }
-        let options = sample_options(&pb::Sample {
-            samples: 1,
-            max_frames: p.max_frames,
-            ..pb::Sample::default()
-        });
+        let options = SampleOptions {
+            last_stacks: false,
+            ..sample_options(&pb::Sample {
+                samples: 1,
+                max_frames: p.max_frames,
+                ..pb::Sample::default()
+            })
+        };
         let sampled = match self
             .run_sampler(wanted.clone(), options, stop, |_| {})
             .await

@@ -39,6 +39,9 @@ pub struct SampleOptions {
     pub retries: u32,
     pub max_frames: usize,
     pub capture: CaptureOptions,
+    /// Walk and symbolize every thread in the last sample, for `--rank` and the Stacks
+    /// command. A watch probe needs only the main thread and turns this off.
+    pub last_stacks: bool,
 }
 
 impl Default for SampleOptions {
@@ -51,6 +54,7 @@ impl Default for SampleOptions {
             retries: 2,
             max_frames: stacks::DEFAULT_MAX_FRAMES,
             capture: CaptureOptions::default(),
+            last_stacks: true,
         }
     }
 }
@@ -209,7 +213,8 @@ impl Sampler {
             let captures = capturer.capture(&pids, &options.capture);
             // Every thread is walked when threads are sampled, and in the last sample
             // (whose whole stacks `--rank` prints); otherwise the main threads suffice.
-            let all_threads = options.threads || sample + 1 == options.samples.max(1);
+            let all_threads =
+                options.threads || (options.last_stacks && sample + 1 == options.samples.max(1));
             for (i, result) in captures.into_iter().enumerate() {
                 let task = i as u32;
                 let result = self.retry_incomplete(capturer, pids[i], result, options, all_threads);
