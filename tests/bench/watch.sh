@@ -11,8 +11,8 @@
 #   3. false alarms: the healthy program watched for HEALTHY_MIN minutes with
 #      `--on-hang continue`; alarms raised, dismissed by verification, and hangs reported.
 #
-# Every measurement is a JSON line in docs/bench/watch.jsonl; the summary is printed at the
-# end (tests/bench/watch_summary.py).
+# Every measurement is a JSON line in docs/bench/watch.jsonl (or $OUT); the summary is
+# printed at the end (tests/bench/watch_summary.py). A count of 0 skips that part.
 #
 #   bash tests/bench/watch.sh [HANGS] [HEALTHY_MIN] [SLOWDOWN_RUNS]     (default 10 30 7)
 set -euo pipefail
@@ -26,7 +26,7 @@ work=$(mktemp -d /tmp/strata-watch-bench.XXXXXX)
 trap 'pkill -f "$work/mpi_iter" 2>/dev/null || true; rm -rf "$work"' EXIT
 mpicc -O1 -g daemon/tests/fixtures/mpi_iter.c -o "$work/mpi_iter"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-out=docs/bench/watch.jsonl
+out=${OUT:-docs/bench/watch.jsonl}
 : > "$out"
 
 # start_job NP ARGS...: starts the program, waits for its ranks; sets $launcher.
@@ -93,6 +93,10 @@ print("  ", json.dumps(line))
 EOF
 done
 
+if [ "$HEALTHY_MIN" -eq 0 ]; then
+    python3 tests/bench/watch_summary.py "$out"
+    exit 0
+fi
 echo "== false alarms: the healthy program watched for $HEALTHY_MIN minutes"
 start_job 8 0 -1 0 sleep
 set +e
