@@ -458,9 +458,9 @@ impl Watch<'_> {
                 self.dismissed += 1;
                 if let Verdict::NotHung { changed_ranks } = &verification.verdict {
                     self.say(&format!(
-                        "not a hang: {} rank(s) moved ({}); watching on",
+                        "not a hang: {} rank(s) moved: {}; watching on",
                         changed_ranks.len(),
-                        strata_filters::taskset::format_runs(&runs_of(changed_ranks))
+                        report::ranks_text(changed_ranks)
                     ));
                 }
                 self.reported = false;
@@ -574,13 +574,7 @@ impl Watch<'_> {
             }
             Place::Local => session.rank_map.daemons.iter().any(|d| {
                 d.tasks.iter().any(|t| {
-                    std::fs::read_to_string(format!("/proc/{}/stat", t.pid)).is_ok_and(|s| {
-                        !s.rsplit(')')
-                            .next()
-                            .unwrap_or("")
-                            .trim_start()
-                            .starts_with('Z')
-                    })
+                    strata_daemon::procfs::stat(t.pid as i32).is_ok_and(|s| s.state != 'Z')
                 })
             }),
         }
@@ -620,18 +614,4 @@ impl Watch<'_> {
             }
         }
     }
-}
-
-/// Sorted ranks as runs, for printing.
-fn runs_of(ranks: &[u32]) -> Vec<(u32, u32)> {
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    let mut sorted = ranks.to_vec();
-    sorted.sort_unstable();
-    for r in sorted {
-        match out.last_mut() {
-            Some(last) if last.1 == r => last.1 = r + 1,
-            _ => out.push((r, r + 1)),
-        }
-    }
-    out
 }

@@ -49,7 +49,8 @@ pub fn write(dir: &Path, result: &StrataResult, hang: &Hang) -> std::io::Result<
     std::fs::write(dir.join("watch.json"), json + "\n")
 }
 
-fn ranks_text(ranks: &[u32]) -> String {
+/// Ranks in any order as a compact list: `[0,3-7]`.
+pub fn ranks_text(ranks: &[u32]) -> String {
     let mut sorted = ranks.to_vec();
     sorted.sort_unstable();
     let mut runs: Vec<(u32, u32)> = Vec::new();
