@@ -4,7 +4,8 @@
 //! root, launching commnodes and daemons and driving their commands); `roles` are the
 //! `strata daemon` / `strata commnode` entry points; `result`, `render` and `output` are the
 //! result file and its renderings; `demo` and `dump` the other subcommands; `watch` is the
-//! statistical core of `strata watch` (hang detection and verification, no I/O).
+//! statistical core of `strata watch` (hang detection and verification, no I/O); `progress`
+//! is the temporal order analysis (program points from the sources, and their order).
 
 pub mod attach;
 pub mod bench;
@@ -16,6 +17,7 @@ pub mod exit;
 pub mod interrupt;
 pub mod live;
 pub mod output;
+pub mod progress;
 pub mod render;
 pub mod result;
 pub mod roles;

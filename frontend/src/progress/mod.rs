@@ -1,0 +1,17 @@
+//! Temporal order analysis: which ranks are behind, from where they are in the source.
+//!
+//! STAT's prefix tree groups ranks by call path; it cannot say which group is behind. The
+//! temporal order analysis of Ahn et al. ("Scalable Temporal Order Analysis for Large Scale
+//! Debugging", SC'09; `papers/stat-temporal-order-analysis.md`) orders the frames of one
+//! function by where their lines sit in the function's control structure: a line earlier in
+//! straight-line code is less progressed, a line in a loop needs the loop's iteration count,
+//! and lines in different arms of one conditional are never ordered.
+//!
+//! * [`point`]: the program point (the paper's lexicographic tuple, Section 3) and its
+//!   comparison.
+//! * [`source`]: from a frame's DWARF `file:line` to a program point, by parsing the C, C++
+//!   or Fortran source with tree-sitter (the paper's "program point rewriting system",
+//!   Section 4.1).
+
+pub mod point;
+
