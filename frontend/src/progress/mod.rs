@@ -14,4 +14,4 @@
 //!   Section 4.1).
 
 pub mod point;
-
+pub mod source;
