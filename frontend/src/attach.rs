@@ -95,7 +95,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         show_args.format = Some(crate::cli::FormatArg::Json);
     }
     let t = std::time::Instant::now();
-    show(&assembled.result, &show_args)?;
+    let progress = show(&assembled.result, &show_args)?;
     let rendered = t.elapsed();
     hints(&assembled, args.threads);
     print_stacks(&args.rank, &gathered.stacks, &assembled)?;
@@ -104,7 +104,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             .output
             .clone()
             .unwrap_or_else(|| output::default_dir(&assembled.result));
-        write_files(&assembled.result, &dir)?;
+        write_files(&assembled.result, &dir, progress.as_ref())?;
     }
     if std::env::var_os("STRATA_TIMINGS").is_some() {
         let mut phases = vec![("job lookup", lookup)];

@@ -318,6 +318,29 @@ pub struct ShowArgs {
     /// Colour in text output (NO_COLOR in the environment also turns it off).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorArg,
+    /// Order the classes by progress (STAT's temporal order): who is behind, by position
+    /// in the source code, least progressed first, with the evidence; labels frames
+    /// `func@[T1.2]`. Reads the sources named by the debug info (docs/PROGRESS.md). With
+    /// `-f json`, prints the progress order as JSON.
+    #[arg(long)]
+    pub progress: bool,
+    /// Where to look for source files the debug information names but that are not at
+    /// that path (repeatable; like gdb's `directory`).
+    #[arg(long, value_name = "DIR")]
+    pub source_dir: Vec<PathBuf>,
+}
+
+impl ShowArgs {
+    /// The progress order of `result`, when `--progress` asks for it.
+    pub fn progress_order(
+        &self,
+        result: &StrataResult,
+    ) -> Option<crate::progress::order::ProgressOrder> {
+        self.progress.then(|| {
+            let mut sources = crate::progress::source::SourceIndex::new(self.source_dir.clone());
+            crate::progress::order::analyze(result, &mut sources)
+        })
+    }
 }
 
 /// Runs a parsed command line.
@@ -347,20 +370,21 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
         && std::io::stdout().is_terminal();
     if interactive {
         if let Some(dir) = &args.output {
-            write_files(&result, dir)?;
+            write_files(&result, dir, args.show.progress_order(&result).as_ref())?;
         }
         let (opts, kind) = view_options(&args.show);
         let state = crate::tui::ViewState {
             kind,
             opts,
+            progress: args.show.progress,
             ..Default::default()
         };
         let color = color_on(args.show.color, true);
         return crate::tui::run_in_view(result, Box::new(crate::tui::Saved), state, color);
     }
-    show(&result, &args.show)?;
+    let progress = show(&result, &args.show)?;
     if let Some(dir) = args.output {
-        write_files(&result, &dir)?;
+        write_files(&result, &dir, progress.as_ref())?;
     }
     Ok(if result.meta.missing.is_empty() {
         Exit::Complete
@@ -396,9 +420,25 @@ pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
     }
 }
 
-/// Prints `result` on standard output as `args` say.
-pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
+/// Prints `result` on standard output as `args` say; returns the progress order when
+/// `--progress` asked for one (the result files carry it too).
+pub fn show(
+    result: &StrataResult,
+    args: &ShowArgs,
+) -> Result<Option<crate::progress::order::ProgressOrder>, Failure> {
     let (opts, kind) = view_options(args);
+    let t = std::time::Instant::now();
+    let progress = args.progress_order(result);
+    if let Some(p) = &progress
+        && std::env::var_os("STRATA_TIMINGS").is_some()
+    {
+        eprintln!(
+            "strata: timing: progress order: {:.1} ms ({} classes, {} branching points)",
+            t.elapsed().as_secs_f64() * 1e3,
+            p.classes.len(),
+            p.branch_points.len()
+        );
+    }
     let format = match args.format.unwrap_or(FormatArg::Text) {
         FormatArg::Text => Format::Text,
         FormatArg::Dot => Format::Dot,
@@ -416,7 +456,17 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(), Failure> {
             ..TextOptions::default()
         }
     };
-    write_stdout(&render::render(result, format, kind, opts, text_opts))
+    let text = match (&progress, format) {
+        (None, _) => render::render(result, format, kind, opts, text_opts),
+        (Some(p), Format::Text) => {
+            render::text::render_with_progress(result, kind, opts, text_opts, Some(p))
+        }
+        (Some(p), Format::Dot) => render::dot::render_with_progress(result, kind, opts, Some(p)),
+        (Some(p), Format::Json) => crate::progress::report::json_text(p),
+        (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
+    };
+    write_stdout(&text)?;
+    Ok(progress)
 }
 
 /// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
@@ -433,9 +483,14 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// Writes the result directory and says where on stderr.
-pub fn write_files(result: &StrataResult, dir: &std::path::Path) -> Result<(), Failure> {
-    let written = output::write_all(result, dir).map_err(|e| {
+/// Writes the result directory and says where on stderr; with a progress order, its labels
+/// go into the tree files and `progress.txt`/`progress.json` are added.
+pub fn write_files(
+    result: &StrataResult,
+    dir: &std::path::Path,
+    progress: Option<&crate::progress::order::ProgressOrder>,
+) -> Result<(), Failure> {
+    let written = output::write_all(result, dir, progress).map_err(|e| {
         Failure::new(
             Exit::BadInput,
             format!("cannot write result files to {}: {e}", dir.display()),

@@ -211,7 +211,7 @@ pub(crate) fn run(
             .output
             .clone()
             .unwrap_or_else(|| output::default_dir(&last));
-        write_files(&last, &dir)?;
+        write_files(&last, &dir, None)?;
     }
     Ok(exit)
 }

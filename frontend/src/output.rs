@@ -1,6 +1,7 @@
 //! The result directory: every rendering of one result, under stable file names
 //! (documented in `docs/FORMATS.md`).
 
+use crate::progress::order::ProgressOrder;
 use crate::render::{dot, folded, text};
 use crate::result::{StrataResult, TreeKind};
 use std::io;
@@ -37,29 +38,53 @@ pub fn timestamp_for_path() -> String {
     )
 }
 
-/// Writes every rendering into `dir` (created if needed); returns the paths written.
-pub fn write_all(result: &StrataResult, dir: &Path) -> io::Result<Vec<PathBuf>> {
+/// The progress order as text (with `--progress`).
+pub const PROGRESS_TEXT_FILE: &str = "progress.txt";
+/// The progress order as JSON (with `--progress`).
+pub const PROGRESS_JSON_FILE: &str = "progress.json";
+
+/// Writes every rendering into `dir` (created if needed); returns the paths written. With a
+/// progress order the tree files carry its labels and the progress files are added.
+pub fn write_all(
+    result: &StrataResult,
+    dir: &Path,
+    progress: Option<&ProgressOrder>,
+) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let default = ViewOptions::default();
     let flame = ViewOptions {
         granularity: Granularity::Function,
         cut_below_mpi: false,
     };
-    let files: [(&str, String); 5] = [
+    let mut files: Vec<(&str, String)> = vec![
         (JSON_FILE, result.to_json()),
         (
             TEXT_FILE,
-            text::render(
+            text::render_with_progress(
                 result,
                 TreeKind::ThreeD,
                 default,
                 text::TextOptions::default(),
+                progress,
             ),
         ),
-        (DOT_3D_FILE, dot::render(result, TreeKind::ThreeD, default)),
-        (DOT_2D_FILE, dot::render(result, TreeKind::TwoD, default)),
+        (
+            DOT_3D_FILE,
+            dot::render_with_progress(result, TreeKind::ThreeD, default, progress),
+        ),
+        (
+            DOT_2D_FILE,
+            dot::render_with_progress(result, TreeKind::TwoD, default, progress),
+        ),
         (FOLDED_FILE, folded::render(result, TreeKind::TwoD, flame)),
     ];
+    if let Some(p) = progress {
+        files.push((
+            PROGRESS_TEXT_FILE,
+            crate::progress::report::text(p, usize::MAX),
+        ));
+        files.push((PROGRESS_JSON_FILE, crate::progress::report::json_text(p)));
+    }
     let mut written = Vec::new();
     for (name, body) in files {
         let path = dir.join(name);

@@ -12,12 +12,11 @@
 //! happens with long rank lists): labels are shortened, and a longer `bv` is written as
 //! `"..." + "..."` chunks, which the DOT grammar joins back into one string.
 
-use super::frame_text;
 use crate::result::{StrataResult, TreeKind};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 use strata_filters::taskset::{format_set, format_set_shortened};
-use strata_filters::{TaskSet, ViewOptions, view};
+use strata_filters::{NodeId, TaskSet, ViewOptions, view};
 
 /// Longest quoted string we write in one piece; Graphviz's limit is 16,384.
 pub const MAX_QUOTED: usize = 16_000;
@@ -76,7 +75,25 @@ const NULL: &str = "\"(null)\"";
 
 /// Renders tree `kind` of `result` in view `opts` as DOT.
 pub fn render(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
+    render_with_progress(result, kind, opts, None)
+}
+
+/// [`render`] with the progress order's labels: `get_norm@[T1]` in the node label, as in
+/// STAT's temporal order views, and the label alone in a `progress` attribute.
+pub fn render_with_progress(
+    result: &StrataResult,
+    kind: TreeKind,
+    opts: ViewOptions,
+    progress: Option<&crate::progress::order::ProgressOrder>,
+) -> String {
     let tree = view(result.tree(kind), opts);
+    let labels = progress.map(|p| p.node_labels(&tree));
+    let label_of = |id: NodeId| {
+        labels
+            .as_ref()
+            .and_then(|l| l[id.index()].as_ref())
+            .filter(|l| !l.is_empty())
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -104,7 +121,11 @@ pub fn render(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> Strin
             Some(frame) => {
                 let next = PALETTE[colours.len() % PALETTE.len()];
                 let fill = *colours.entry(n.tasks.runs()).or_insert(next);
-                (frame_text(frame), Some(frame), fill)
+                (
+                    super::frame_text_labelled(frame, label_of(id)),
+                    Some(frame),
+                    fill,
+                )
             }
         };
         let c = code.and_then(|f| f.code());
@@ -151,6 +172,9 @@ pub fn render(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> Strin
         }
         if c.is_some_and(|c| c.inlined) {
             attrs.push(("inlined", "\"true\"".to_string()));
+        }
+        if let Some(l) = label_of(id) {
+            attrs.push(("progress", format!("\"{l}\"")));
         }
         let _ = writeln!(out, "\t{} [{}];", id.0, join_attrs(&attrs));
     }

@@ -66,6 +66,20 @@ pub fn frame_text(frame: &Frame) -> String {
     s
 }
 
+/// [`frame_text`] with a progress label after the function name, as in STAT's temporal
+/// order views: `get_norm@[T1.2] @ solver.c:58`.
+pub fn frame_text_labelled(frame: &Frame, label: Option<&crate::progress::order::Label>) -> String {
+    let text = frame_text(frame);
+    let Some(label) = label.filter(|l| !l.is_empty()) else {
+        return text;
+    };
+    let name = frame.name();
+    match text.strip_prefix(&name) {
+        Some(rest) => format!("{name}@[{label}]{rest}"),
+        None => format!("{text}@[{label}]"),
+    }
+}
+
 /// The one-line summary above a tree.
 pub fn header_line(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
     header_parts(result, kind, opts).join(" · ")

@@ -1,7 +1,8 @@
 //! The terminal tree: STAT-style edge labels (`254:[0,2-255]`), indentation that grows
 //! only where paths branch (a 20-frame chain stays readable), and the equivalence classes.
 
-use super::{frame_text, header_line};
+use super::{frame_text, frame_text_labelled, header_line};
+use crate::progress::order::{Label, ProgressOrder};
 use crate::result::{StrataResult, TreeKind};
 use strata_filters::taskset::{TaskSet, format_set_shortened};
 use strata_filters::{
@@ -71,7 +72,20 @@ pub fn render(
     opts: ViewOptions,
     text: TextOptions,
 ) -> String {
+    render_with_progress(result, kind, opts, text, None)
+}
+
+/// [`render`], with the progress order's labels on the frames (`get_norm@[T1]`), branches
+/// in progress order (least progressed first) and the progress section after the classes.
+pub fn render_with_progress(
+    result: &StrataResult,
+    kind: TreeKind,
+    opts: ViewOptions,
+    text: TextOptions,
+    progress: Option<&ProgressOrder>,
+) -> String {
     let tree = view(result.tree(kind), opts);
+    let labels = progress.map(|p| p.node_labels(&tree));
     let style = Style { on: text.color };
     let max_list = text.width.map_or(4000, |w| (w * 2 / 5).max(16));
     let mut out = String::new();
@@ -88,6 +102,7 @@ pub fn render(
     }
     let mut w = Writer {
         tree: &tree,
+        labels: labels.as_deref(),
         style: &style,
         max_list,
         max_branches: text.max_branches.unwrap_or(usize::MAX).max(2),
@@ -104,11 +119,17 @@ pub fn render(
         text.max_classes,
         text.width,
     ));
+    if let Some(p) = progress {
+        out.push('\n');
+        out.push_str(&crate::progress::report::text(p, max_list));
+    }
     out
 }
 
 struct Writer<'a> {
     tree: &'a PrefixTree<RankSet>,
+    /// Progress labels of the nodes, when the progress order was asked for.
+    labels: Option<&'a [Option<Label>]>,
     style: &'a Style,
     max_list: usize,
     max_branches: usize,
@@ -118,6 +139,17 @@ struct Writer<'a> {
 impl Writer<'_> {
     fn sorted_children(&self, id: NodeId) -> Vec<NodeId> {
         let mut c = self.tree.node(id).children.clone();
+        if let Some(labels) = self.labels {
+            // Least progressed first; unlabelled (unordered) branches after, in rank order.
+            c.sort_by_key(|&n| {
+                (
+                    labels[n.index()].is_none(),
+                    labels[n.index()].clone(),
+                    self.tree.node(n).tasks.min(),
+                )
+            });
+            return c;
+        }
         // Rank order of the first member reads naturally and is stable across runs.
         c.sort_by_key(|&n| {
             (
@@ -131,10 +163,11 @@ impl Writer<'_> {
     fn line(&mut self, prefix: &str, id: NodeId) {
         let frame = self.tree.node_frame(id).expect("non-root");
         let ends_here = !self.tree.tasks_ending_at(id).is_empty();
-        let label = self
+        let edge = self
             .style
             .paint("36", &edge_label(self.tree, id, self.max_list));
-        let mut name = frame_text(frame);
+        let label = self.labels.and_then(|l| l[id.index()].as_ref());
+        let mut name = frame_text_labelled(frame, label);
         name = if frame.code().is_none() {
             self.style.paint("1;31", &name)
         } else if frame.is_mpi_entry() {
@@ -144,7 +177,7 @@ impl Writer<'_> {
         } else {
             name
         };
-        self.out.push_str(&format!("{prefix}{label}  {name}\n"));
+        self.out.push_str(&format!("{prefix}{edge}  {name}\n"));
     }
 
     /// Prints `id` on a line starting with `first`, and what lies below it with `cont`.
