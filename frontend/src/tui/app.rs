@@ -12,6 +12,8 @@ mod panels;
 use super::handoff::shell_line;
 use super::source::Source;
 use super::view::{Display, Row, ViewState, cut_regex};
+use crate::progress::order::ProgressOrder;
+use crate::progress::source::SourceIndex;
 use crate::result::{StrataResult, TreeKind, merge_more};
 use find::Search;
 use panels::help_dialog;
@@ -108,6 +110,8 @@ enum Work {
 /// The terminal UI's state.
 pub struct App {
     result: StrataResult,
+    /// The progress order of `result`, computed when first asked for (it reads sources).
+    progress: Option<ProgressOrder>,
     source: Box<dyn Source>,
     state: ViewState,
     undo: Vec<ViewState>,
@@ -152,13 +156,20 @@ impl App {
         state: ViewState,
         this_host: &str,
     ) -> App {
-        let (display, state) = Display::build(&result, &state)
-            .or_else(|_| Display::build(&result, &ViewState::default()))
+        let progress = state.progress.then(|| {
+            crate::progress::order::analyze(
+                &result,
+                &mut SourceIndex::new(state.source_dirs.clone()),
+            )
+        });
+        let (display, state) = Display::build(&result, &state, progress.as_ref())
+            .or_else(|_| Display::build(&result, &ViewState::default(), None))
             .expect("the default view always builds");
         let samples = result.meta.sampling.samples.max(1);
         let threads = result.meta.sampling.threads;
         let mut app = App {
             result,
+            progress,
             source,
             state,
             undo: Vec::new(),
@@ -363,6 +374,8 @@ impl App {
             KeyCode::Char('+') => self.ask_more_samples(),
             KeyCode::Char('t') => return self.toggle_threads(),
             KeyCode::Char('D') => return self.start(Work::Detach),
+            KeyCode::Char('p') => self.toggle_progress(),
+            KeyCode::Char('P') => self.progress_dialog(),
             KeyCode::Char('?') => self.dialog = Some(help_dialog()),
             KeyCode::Char('q') => return Step::Quit,
             KeyCode::Esc => self.search = None,
@@ -598,7 +611,11 @@ impl App {
     /// Derives the display again (new state or new result), keeping the selection,
     /// collapsed nodes and the search where their paths still exist.
     fn rebuild(&mut self, state: ViewState) -> Result<(), String> {
-        let (display, used) = Display::build(&self.result, &state)?;
+        if state.progress && self.progress.is_none() {
+            let mut sources = SourceIndex::new(state.source_dirs.clone());
+            self.progress = Some(crate::progress::order::analyze(&self.result, &mut sources));
+        }
+        let (display, used) = Display::build(&self.result, &state, self.progress.as_ref())?;
         let selected = self.selected().map(|n| self.display.full_path(n));
         let collapsed: Vec<Vec<Frame>> = self
             .collapsed
@@ -630,6 +647,59 @@ impl App {
             });
         }
         Ok(())
+    }
+
+    /// `p`: the progress order on (labels, branches least progressed first, the cursor on
+    /// the least progressed class) or off.
+    fn toggle_progress(&mut self) {
+        let mut state = self.state.clone();
+        state.progress = !state.progress;
+        let on = state.progress;
+        self.undo.push(self.state.clone());
+        if let Err(e) = self.rebuild(state) {
+            self.error(e);
+            return;
+        }
+        if !on {
+            self.info("progress order off");
+            return;
+        }
+        self.walk_to_least_progressed();
+    }
+
+    /// Selects where the least progressed class ends and says who it is.
+    fn walk_to_least_progressed(&mut self) {
+        let Some(order) = &self.progress else {
+            return;
+        };
+        let Some(first) = order.classes.first() else {
+            self.info("progress order: no stack traces");
+            return;
+        };
+        let line = crate::progress::report::least_progressed(order);
+        let notes = order.notes.len();
+        let tasks = first.tasks.clone();
+        if let Some(&node) = self.display.ending_nodes(&tasks).first() {
+            self.select(node);
+        }
+        if notes > 0 {
+            self.info(format!("{line} · {notes} source note(s): P shows them"));
+        } else {
+            self.info(format!("{line} · P: why"));
+        }
+    }
+
+    /// `P`: the whole progress report (classes, evidence, source notes) in a dialog.
+    fn progress_dialog(&mut self) {
+        if self.progress.is_none() {
+            let mut sources = SourceIndex::new(self.state.source_dirs.clone());
+            self.progress = Some(crate::progress::order::analyze(&self.result, &mut sources));
+        }
+        let text = crate::progress::report::text(self.progress.as_ref().expect("set"), 200);
+        self.dialog = Some(Dialog::text(
+            "progress order (least progressed first)".to_string(),
+            text.lines().map(String::from).collect(),
+        ));
     }
 
     fn focus(&mut self) {
@@ -722,6 +792,8 @@ impl App {
                     } else {
                         new
                     };
+                    // A new 2D tree: the order is derived again when next shown.
+                    self.progress = None;
                     let state = self.state.clone();
                     match self.rebuild(state) {
                         Ok(()) => self.info(format!(

@@ -49,6 +49,14 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("@", "find a host (where its ranks end)"),
             k("Tab, Shift-Tab", "next / previous equivalence class"),
             k("C", "class list on / off"),
+            k(
+                "p",
+                "progress order on / off: labels, least progressed first, go there",
+            ),
+            k(
+                "P",
+                "the progress order: classes and why (docs/PROGRESS.md)",
+            ),
             k("[ ]", "leaf with the shortest / longest path"),
             k("< >", "leaf with the least / most tasks"),
         ],

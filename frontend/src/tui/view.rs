@@ -7,7 +7,8 @@
 //! Node ids change with each derivation, so whatever must survive an edit (the selection,
 //! collapsed nodes, the focus) is kept as a path of frames and looked up again.
 
-use crate::render::frame_text;
+use crate::progress::order::{Label, ProgressOrder};
+use crate::render::frame_text_labelled;
 use crate::result::{StrataResult, TreeKind};
 use regex::Regex;
 use std::collections::HashSet;
@@ -25,6 +26,10 @@ pub struct ViewState {
     pub cut_pattern: Option<String>,
     /// The focused node's path from the root, outermost frame first.
     pub focus: Option<Vec<Frame>>,
+    /// Progress order on: frames labelled `func@[T1]`, branches least progressed first.
+    pub progress: bool,
+    /// Where to look for sources the debug info names (`--source-dir`).
+    pub source_dirs: Vec<std::path::PathBuf>,
 }
 
 impl ViewState {
@@ -66,6 +71,8 @@ pub struct Display {
     pub order: Vec<NodeId>,
     /// Per node, its position in `order` (the root's is unused).
     pub rank_in_order: Vec<usize>,
+    /// Per node, its progress label, when the progress order is on.
+    pub labels: Option<Vec<Option<Label>>>,
 }
 
 /// One visible line of the tree.
@@ -86,7 +93,11 @@ pub fn cut_regex(pattern: &str) -> Result<Regex, String> {
 impl Display {
     /// Derives the display of `result` in `state`. A focus whose path is not in the new
     /// view is dropped: the returned state says what was used.
-    pub fn build(result: &StrataResult, state: &ViewState) -> Result<(Display, ViewState), String> {
+    pub fn build(
+        result: &StrataResult,
+        state: &ViewState,
+        progress: Option<&ProgressOrder>,
+    ) -> Result<(Display, ViewState), String> {
         let cut = state.cut_pattern.as_deref().map(cut_regex).transpose()?;
         let full = view_with_cut(result.tree(state.kind), state.opts, |f| {
             cut.as_ref().is_some_and(|re| re.is_match(&f.name()))
@@ -105,19 +116,30 @@ impl Display {
                 }
             },
         };
-        Ok((Display::new(tree, prefix), used))
+        let progress = progress.filter(|_| state.progress);
+        Ok((Display::new(tree, prefix, progress), used))
     }
 
-    fn new(tree: PrefixTree<RankSet>, prefix: Vec<Frame>) -> Display {
+    fn new(
+        tree: PrefixTree<RankSet>,
+        prefix: Vec<Frame>,
+        progress: Option<&ProgressOrder>,
+    ) -> Display {
         let classes = equivalence_classes(&tree);
         let class_of = class_of(&tree, &classes);
+        let labels = progress.map(|p| p.node_labels(&tree));
         let children: Vec<Vec<NodeId>> = tree
             .node_ids()
             .map(|id| {
                 let mut c = tree.node(id).children.clone();
                 c.sort_by_key(|&n| {
                     let t = &tree.node(n).tasks;
-                    (t.min(), std::cmp::Reverse(t.len()))
+                    // With the progress order: least progressed first, unordered last.
+                    let label = labels.as_ref().map(|l| {
+                        let l = l[n.index()].as_ref();
+                        (l.is_none(), l.cloned())
+                    });
+                    (label, t.min(), std::cmp::Reverse(t.len()))
                 });
                 c
             })
@@ -140,6 +162,7 @@ impl Display {
             children,
             order,
             rank_in_order,
+            labels,
         }
     }
 
@@ -216,9 +239,13 @@ impl Display {
 
     /// The frame text of a node as the view shows it.
     pub fn text(&self, node: NodeId) -> String {
+        let label = self
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(node.index())?.as_ref());
         self.tree
             .node_frame(node)
-            .map(frame_text)
+            .map(|f| frame_text_labelled(f, label))
             .unwrap_or_default()
     }
 
@@ -353,7 +380,7 @@ mod tests {
     #[test]
     fn the_ring_shows_its_three_classes_with_branches_indented() {
         let r = ring_result();
-        let (d, used) = Display::build(&r, &ViewState::default()).unwrap();
+        let (d, used) = Display::build(&r, &ViewState::default(), None).unwrap();
         assert_eq!(used, ViewState::default());
         assert_eq!(d.classes.len(), 3);
         let rows = d.rows(&HashSet::new());
@@ -386,7 +413,7 @@ mod tests {
     #[test]
     fn collapsing_hides_the_subtree() {
         let r = ring_result();
-        let (d, _) = Display::build(&r, &ViewState::default()).unwrap();
+        let (d, _) = Display::build(&r, &ViewState::default(), None).unwrap();
         let rows = d.rows(&HashSet::new());
         let collapsed: HashSet<NodeId> = [rows[5].node].into();
         let rows2 = d.rows(&collapsed);
@@ -397,14 +424,14 @@ mod tests {
     #[test]
     fn focus_keeps_the_subtree_and_survives_a_granularity_change() {
         let r = ring_result();
-        let (d, _) = Display::build(&r, &ViewState::default()).unwrap();
+        let (d, _) = Display::build(&r, &ViewState::default(), None).unwrap();
         let rows = d.rows(&HashSet::new());
         let sleep_path = d.full_path(rows[5].node);
         let state = ViewState {
             focus: Some(sleep_path.clone()),
             ..ViewState::default()
         };
-        let (f, used) = Display::build(&r, &state).unwrap();
+        let (f, used) = Display::build(&r, &state, None).unwrap();
         assert_eq!(used.focus.as_ref(), Some(&sleep_path));
         assert_eq!(f.prefix.len(), 4);
         assert_eq!(
@@ -421,7 +448,7 @@ mod tests {
             },
             ..state.clone()
         };
-        let (l, used) = Display::build(&r, &line).unwrap();
+        let (l, used) = Display::build(&r, &line, None).unwrap();
         assert!(used.focus.is_some());
         assert_eq!(l.text(l.order[0]), "sleep @ sleep.c:55");
         // A path that is not in the view drops the focus.
@@ -429,7 +456,7 @@ mod tests {
             focus: Some(vec![Frame::function("nowhere")]),
             ..ViewState::default()
         };
-        let (_, used) = Display::build(&r, &gone).unwrap();
+        let (_, used) = Display::build(&r, &gone, None).unwrap();
         assert_eq!(used.focus, None);
     }
 
@@ -440,7 +467,7 @@ mod tests {
             cut_pattern: Some("^sleep$".into()),
             ..ViewState::default()
         };
-        let (d, _) = Display::build(&r, &state).unwrap();
+        let (d, _) = Display::build(&r, &state, None).unwrap();
         let all: Vec<String> = d.order.iter().map(|&n| d.text(n)).collect();
         assert!(all.contains(&"sleep".to_string()));
         assert!(!all.iter().any(|t| t.contains("nanosleep")), "{all:?}");
@@ -450,7 +477,8 @@ mod tests {
                 &ViewState {
                     cut_pattern: Some("(".into()),
                     ..ViewState::default()
-                }
+                },
+                None
             )
             .unwrap_err()
             .contains("bad regex")
