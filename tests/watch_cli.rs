@@ -127,6 +127,19 @@ fn a_sleeping_rank_is_detected_named_and_the_job_cancelled() {
     assert!(alarm["probability"].as_f64().unwrap() <= alarm["alpha"].as_f64().unwrap());
     // The snapshot shows rank 5 alone in its sleep.
     assert!(read(&report, "tree.txt").contains("1:[5]"));
+    // Who is behind: rank 5 stopped inside the time-step loop, above the collective the
+    // others wait in, so only an iteration count could order it (and the report says so).
+    assert!(read(&report, "summary.txt").contains("Progress order"));
+    let progress: serde_json::Value =
+        serde_json::from_str(&read(&report, "progress.json")).unwrap();
+    assert!(
+        progress["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["ranks"] == "5" && c["unordered"] == "needs loop variable"),
+        "{progress}"
+    );
     // Cancelled after the report.
     assert!(err.contains("cancelled"), "{err}");
     target::wait_for(Duration::from_secs(20), || {

@@ -135,6 +135,8 @@ impl WatchArgs {
                 tree: TreeArg::ThreeD,
                 all: false,
                 color: ColorArg::Never,
+                progress: false,
+                source_dir: Vec::new(),
             },
         }
     }
@@ -497,14 +499,15 @@ impl Watch<'_> {
                 on_hang: self.args.on_hang,
                 mpi_pattern: self.pattern.as_str(),
             };
-            report::write(&dir, &result, &hang).map_err(|e| {
+            let progress = report::progress_of(&result);
+            report::write(&dir, &result, &hang, &progress).map_err(|e| {
                 Failure::new(
                     Exit::BadInput,
                     format!("cannot write the report to {}: {e}", dir.display()),
                 )
             })?;
             if !self.args.json {
-                crate::cli::write_stdout(&report::summary(&result, &hang))?;
+                crate::cli::write_stdout(&report::summary(&result, &hang, &progress))?;
             }
             self.say(&format!("report written to {}", dir.display()));
             match self.args.on_hang {

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::progress::order::ProgressOrder;
+use crate::progress::source::SourceIndex;
 use crate::render::{self, Format, text::TextOptions};
 use crate::result::{JobInfo, StrataResult, TreeKind};
 use strata_filters::ViewOptions;
@@ -41,10 +43,16 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// Writes the report directory: the result files, `summary.txt`, `watch.json`.
-pub fn write(dir: &Path, result: &StrataResult, hang: &Hang) -> std::io::Result<()> {
-    crate::output::write_all(result, dir)?;
-    std::fs::write(dir.join("summary.txt"), summary(result, hang))?;
+/// Writes the report directory: the result files (with the progress order's
+/// `progress.txt` and `progress.json`), `summary.txt`, `watch.json`.
+pub fn write(
+    dir: &Path,
+    result: &StrataResult,
+    hang: &Hang,
+    progress: &ProgressOrder,
+) -> std::io::Result<()> {
+    crate::output::write_all(result, dir, Some(progress))?;
+    std::fs::write(dir.join("summary.txt"), summary(result, hang, progress))?;
     let json = serde_json::to_string_pretty(hang).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("watch.json"), json + "\n")
 }
@@ -75,8 +83,14 @@ fn whereabouts(result: &StrataResult, rank: u32) -> String {
     }
 }
 
+/// The progress order of the snapshot (who is behind, by position in the code), with the
+/// sources where the debug info says they are.
+pub fn progress_of(result: &StrataResult) -> ProgressOrder {
+    crate::progress::order::analyze(result, &mut SourceIndex::new(Vec::new()))
+}
+
 /// The one-page text summary (also printed on stdout when the hang is found).
-pub fn summary(result: &StrataResult, hang: &Hang) -> String {
+pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> String {
     let mut s = String::new();
     let job = hang.job;
     let _ = writeln!(
@@ -176,6 +190,9 @@ pub fn summary(result: &StrataResult, hang: &Hang) -> String {
             }
         }
     }
+    let _ = writeln!(s);
+    // Who is behind, before the tree: the first thing a person triaging wants.
+    s.push_str(&crate::progress::report::text(progress, 200));
     let _ = writeln!(s);
     let _ = writeln!(
         s,
