@@ -20,9 +20,15 @@ impl MpiJob {
     }
 
     pub fn start(exe: &std::path::Path, np: usize) -> MpiJob {
+        MpiJob::start_with_args(exe, np, &[])
+    }
+
+    /// [`MpiJob::start`] with arguments for the program.
+    pub fn start_with_args(exe: &std::path::Path, np: usize, args: &[&str]) -> MpiJob {
         let mut mpirun = Command::new("mpirun")
             .args(["--oversubscribe", "-np", &np.to_string()])
             .arg(exe)
+            .args(args)
             // Ranks that wait yield the core now and then: 8 spinning ranks on 2 cores
             // would starve everything else on a CI machine.
             .env("OMPI_MCA_mpi_yield_when_idle", "1")

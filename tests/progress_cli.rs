@@ -1,0 +1,321 @@
+//! The progress order (`--progress`, STAT's temporal order analysis) end to end: real Open
+//! MPI jobs of `mpi_progress.c` that hang three ways, built at -O0 and -O2, attached through
+//! the tree; then the saved result read again by `strata view --progress`, with the source
+//! missing and found through `--source-dir`, and in the terminal UI.
+//!
+//! The lines the tests expect are read from the fixture by its `PROGRESS:` comments, so the
+//! fixture can be edited without renumbering the tests.
+
+#[path = "support/mpi.rs"]
+mod mpi;
+mod support;
+#[path = "support/target.rs"]
+mod target;
+#[path = "support/tmux.rs"]
+mod tmux;
+
+use mpi::MpiJob;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::{parts, strata};
+
+/// The rank that stalls (not 0 or 1, so that rank order and progress order differ).
+const STALL: usize = 3;
+const RANKS: usize = 8;
+
+/// The line of the fixture whose comment is `PROGRESS: <what>`.
+fn line_of(source: &Path, what: &str) -> u32 {
+    let text = std::fs::read_to_string(source).unwrap();
+    let tag = format!("PROGRESS: {what} */");
+    let i = text
+        .lines()
+        .position(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no '{tag}' in {}", source.display()));
+    i as u32 + 1
+}
+
+/// The first line at or above `line` that starts with `prefix` (trimmed): the loop or the
+/// conditional a test expects to be named.
+fn line_above(source: &Path, line: u32, prefix: &str) -> u32 {
+    let text = std::fs::read_to_string(source).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    (1..=line)
+        .rev()
+        .find(|&l| lines[l as usize - 1].trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no '{prefix}' above line {line}"))
+}
+
+fn fixture() -> PathBuf {
+    target::fixtures_dir().join("mpi_progress.c")
+}
+
+fn build(opt: &str) -> PathBuf {
+    target::compile_with(
+        "mpicc",
+        "mpi_progress.c",
+        &format!("mpi_progress_{opt}"),
+        &[opt, "-g"],
+    )
+}
+
+/// Starts the job and attaches with `--progress`, writing the result files into `dir`.
+fn attach(exe: &Path, mode: &str, dir: &Path) -> String {
+    let job = MpiJob::start_with_args(exe, RANKS, &[mode, &STALL.to_string()]);
+    // The stalled rank stops at once; the others reach their waits within a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = strata(&[
+        "attach",
+        "--launcher-pid",
+        &job.mpirun.id().to_string(),
+        "-n",
+        "2",
+        "--progress",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let (code, stdout, stderr) = parts(&out);
+    assert_eq!(code, 0, "attach failed:\n{stdout}\n{stderr}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+    stdout
+}
+
+/// The progress section of a text rendering.
+fn section(out: &str) -> String {
+    let start = out
+        .find("Progress order")
+        .unwrap_or_else(|| panic!("no progress section:\n{out}"));
+    out[start..].to_string()
+}
+
+/// The class line of the progress section that lists `ranks`.
+fn class_line<'a>(section: &'a str, ranks: &str) -> &'a str {
+    section
+        .lines()
+        .take_while(|l| !l.starts_with("Why"))
+        .find(|l| l.contains(&format!(":[{ranks}]")))
+        .unwrap_or_else(|| panic!("no class [{ranks}]:\n{section}"))
+}
+
+const OTHERS: &str = "0-2,4-7";
+
+fn straight_line_stall_is_least_progressed(opt: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = attach(&build(opt), "straight", dir.path());
+    let s = section(&out);
+    let (stall, wait) = (
+        line_of(&fixture(), "straight stall"),
+        line_of(&fixture(), "straight wait"),
+    );
+    assert!(class_line(&s, "3").trim_start().starts_with("T1 "), "{s}");
+    assert!(
+        class_line(&s, "3").contains(&format!("get_norm @ mpi_progress.c:{stall}")),
+        "{s}"
+    );
+    assert!(
+        class_line(&s, OTHERS).trim_start().starts_with("T2 "),
+        "{s}"
+    );
+    assert!(s.contains("Least progressed: T1 (1 rank [3])"), "{s}");
+    assert!(
+        s.contains(&format!(
+            "T1 before T2: line {stall} comes before line {wait} in get_norm (mpi_progress.c)"
+        )),
+        "{s}"
+    );
+    assert!(
+        !s.contains("by line number only"),
+        "the source was read:\n{s}"
+    );
+    // Labels in the tree (function granularity) and in the DOT files.
+    assert!(out.contains("stall_here@[T1]"), "{out}");
+    assert!(out.contains("@[T2]"), "{out}");
+    let dot = std::fs::read_to_string(dir.path().join("tree-2d.dot")).unwrap();
+    assert!(
+        dot.contains("stall_here@[T1]") && dot.contains("progress=\"T1\""),
+        "{dot}"
+    );
+    // The JSON says the same.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("progress.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["classes"][0]["label"], "T1");
+    assert_eq!(json["classes"][0]["ranks"], "3");
+    assert_eq!(json["branch_points"][0]["pairs"][0]["order"], "before");
+    // `strata view --progress` on the saved result finds the same order.
+    let result = dir.path().join("result.json");
+    let (code, view, err) = parts(&strata(&["view", result.to_str().unwrap(), "--progress"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(section(&view), s);
+}
+
+#[test]
+fn straight_line_stall_at_o0() {
+    straight_line_stall_is_least_progressed("-O0");
+}
+
+#[test]
+fn straight_line_stall_at_o2() {
+    straight_line_stall_is_least_progressed("-O2");
+}
+
+fn branches_are_incomparable(opt: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = attach(&build(opt), "branch", dir.path());
+    let s = section(&out);
+    let stall = line_of(&fixture(), "branch stall");
+    let cond = line_above(&fixture(), stall, "if (");
+    // Both at level 1, told apart by letters (in rank order), neither behind the other.
+    assert!(
+        class_line(&s, OTHERS).trim_start().starts_with("T1a "),
+        "{s}"
+    );
+    assert!(class_line(&s, "3").trim_start().starts_with("T1b "), "{s}");
+    assert!(class_line(&s, "3").contains("(incomparable)"), "{s}");
+    assert!(class_line(&s, OTHERS).contains("(incomparable)"), "{s}");
+    assert!(
+        s.contains(&format!(
+            "T1a and T1b: incomparable: different branches of the if at mpi_progress.c:{cond}"
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains("Least progressed: not decided by the code alone"),
+        "{s}"
+    );
+}
+
+#[test]
+fn branches_are_incomparable_at_o0() {
+    branches_are_incomparable("-O0");
+}
+
+#[test]
+fn branches_are_incomparable_at_o2() {
+    branches_are_incomparable("-O2");
+}
+
+fn a_loop_needs_the_iteration_count(opt: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = attach(&build(opt), "loop", dir.path());
+    let s = section(&out);
+    let (stall, wait) = (
+        line_of(&fixture(), "loop stall"),
+        line_of(&fixture(), "loop wait"),
+    );
+    let header = line_above(&fixture(), stall, "for (");
+    assert!(class_line(&s, "3").trim_start().starts_with("T1b "), "{s}");
+    assert!(class_line(&s, "3").contains("(needs loop variable)"), "{s}");
+    assert!(
+        class_line(&s, OTHERS).contains("(needs loop variable)"),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!(
+            "needs a loop variable: both are in the for loop at mpi_progress.c:{header}"
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!(
+            "in the same iteration line {stall} comes before line {wait} in solve"
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains("Least progressed: not decided by the code alone"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_loop_needs_the_iteration_count_at_o0() {
+    a_loop_needs_the_iteration_count("-O0");
+}
+
+#[test]
+fn a_loop_needs_the_iteration_count_at_o2() {
+    a_loop_needs_the_iteration_count("-O2");
+}
+
+/// A source that moved: the report says which file it could not read and falls back to
+/// line numbers; `--source-dir` finds it again. The result is saved once and read back.
+#[test]
+fn a_missing_source_is_reported_and_found_with_source_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let src_dir = dir.path().join("src");
+    std::fs::create_dir(&src_dir).unwrap();
+    let src = src_dir.join("mpi_progress.c");
+    std::fs::copy(fixture(), &src).unwrap();
+    let exe = dir.path().join("mpi_progress_moved");
+    let status = std::process::Command::new("mpicc")
+        .args(["-O0", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let res = dir.path().join("res");
+    attach(&exe, "straight", &res);
+    // The source moves away.
+    let moved = dir.path().join("elsewhere");
+    std::fs::create_dir(&moved).unwrap();
+    std::fs::rename(&src, moved.join("mpi_progress.c")).unwrap();
+    let result = res.join("result.json");
+    let (code, out, err) = parts(&strata(&["view", result.to_str().unwrap(), "--progress"]));
+    assert_eq!(code, 0, "{err}");
+    let s = section(&out);
+    assert!(s.contains(&format!("cannot read {}", src.display())), "{s}");
+    assert!(s.contains("--source-dir"), "{s}");
+    assert!(s.contains("by line number only"), "{s}");
+    assert!(s.contains("Least progressed: T1 (1 rank [3])"), "{s}");
+    let (code, out, err) = parts(&strata(&[
+        "view",
+        result.to_str().unwrap(),
+        "--progress",
+        "--source-dir",
+        moved.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let s = section(&out);
+    assert!(!s.contains("by line number only"), "{s}");
+    assert!(!s.contains("Source notes"), "{s}");
+    assert!(s.contains("Least progressed: T1 (1 rank [3])"), "{s}");
+}
+
+/// The terminal UI on a saved result: `p` labels the frames, puts the least progressed
+/// branch first and walks to it; `P` shows the evidence.
+#[test]
+fn the_terminal_ui_orders_by_progress_and_walks_to_the_least_progressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().join("res");
+    attach(&build("-O0"), "straight", &res);
+    let command = format!(
+        "NO_COLOR=1 {} view {} 2> {dir}/err; echo $? > {dir}/code; sleep 600",
+        support::strata_bin().display(),
+        res.join("result.json").display(),
+        dir = dir.path().display()
+    );
+    let t = tmux::Tmux::start(&command, 120, 30, dir.path());
+    t.wait_text("PMPI_Allreduce", Duration::from_secs(30));
+    t.keys(&["p"]);
+    let screen = t.wait_text("Least progressed: T1", Duration::from_secs(20));
+    assert!(screen.contains("stall_here@[T1]"), "{screen}");
+    // Least progressed first: the T1 branch is drawn above the T2 branch.
+    let t1 = screen.find("stall_here@[T1]").unwrap();
+    let t2 = screen.find("PMPI_Allreduce@[T2]").expect("T2 labelled");
+    assert!(t1 < t2, "{screen}");
+    t.keys(&["P"]);
+    let screen = t.wait_text("T1 before T2", Duration::from_secs(20));
+    assert!(screen.contains("progress order"), "{screen}");
+    // Escape and q apart: sent together they read as Alt-q.
+    t.keys(&["Escape"]);
+    t.wait_for("the panel closed", Duration::from_secs(20), |s| {
+        !s.contains("T1 before T2")
+    });
+    t.keys(&["q"]);
+    target::wait_for(Duration::from_secs(20), || dir.path().join("code").exists());
+    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
+    assert_eq!(code.trim(), "0");
+}
