@@ -145,9 +145,26 @@ pub struct BranchPoint {
     pub label: Label,
     /// Sorted by tag, least progressed first.
     pub groups: Vec<Group>,
-    /// `relations[i][j]`: group `i` compared with group `j` (same indices as `groups`).
+    /// `relations[i][j]`: group `i` compared with group `j` (same indices as `groups`);
+    /// empty when there were too many groups to compare pairwise ([`MAX_GROUPS`]).
     pub relations: Vec<Vec<Evidence>>,
 }
+
+impl BranchPoint {
+    /// The full label of one of this point's groups.
+    pub fn label_of(&self, g: &Group) -> Label {
+        self.label.child(g.tag)
+    }
+
+    /// How group `i` compares with group `j`; `None` when the groups were not compared.
+    pub fn relation(&self, i: usize, j: usize) -> Option<&Evidence> {
+        self.relations.get(i)?.get(j)
+    }
+}
+
+/// Most groups one branching point is ordered for. Pairwise comparison is quadratic; a
+/// node with thousands of children (noise at a huge scale) is reported unordered instead.
+pub const MAX_GROUPS: usize = 1024;
 
 /// A temporal equivalence class: tasks with the same label.
 #[derive(Clone, Debug)]
@@ -432,6 +449,25 @@ fn order_branch(
     }
     groups.sort_by_key(|g| g.tasks.min());
     let n = groups.len();
+    if n > MAX_GROUPS {
+        points.notes.push(format!(
+            "{n} groups part ways below {}: more than {MAX_GROUPS}, not compared pairwise (left unordered)",
+            here.as_ref().map_or("the root".to_string(), crate::render::frame_text)
+        ));
+        for (i, g) in groups.iter_mut().enumerate() {
+            g.tag = Tag {
+                level: 1,
+                tie: i as u32 + 1,
+            };
+        }
+        return BranchPoint {
+            node: id,
+            frame: here,
+            label,
+            groups,
+            relations: Vec::new(),
+        };
+    }
     let mut relations = vec![vec![Evidence::Unordered(String::new()); n]; n];
     for i in 0..n {
         relations[i][i] = Evidence::Source(Relation::Same);
@@ -441,21 +477,19 @@ fn order_branch(
             relations[i][j] = e;
         }
     }
-    // Level: 1 + the longest chain of groups strictly before it. "Before" is a strict
-    // partial order (lexicographic on points, or on line numbers), so the chains end.
+    // Level: 1 + the longest chain of groups strictly before it. "Before" only holds
+    // between lines of one function and implies a smaller line number (an earlier offset,
+    // or a condition before its arms), so increasing line order is a topological order:
+    // one pass in it settles every level.
+    let line = |g: &Group| g.frame.as_ref().and_then(Frame::code).and_then(|c| c.line);
+    let mut topo: Vec<usize> = (0..n).collect();
+    topo.sort_by_key(|&i| (line(&groups[i]).is_none(), line(&groups[i])));
     let mut level = vec![1u32; n];
-    for _ in 0..n {
-        let mut changed = false;
-        for j in 0..n {
-            for i in 0..n {
-                if relations[i][j].is_before() && level[j] <= level[i] {
-                    level[j] = level[i] + 1;
-                    changed = true;
-                }
+    for (k, &j) in topo.iter().enumerate() {
+        for &i in &topo[..k] {
+            if relations[i][j].is_before() {
+                level[j] = level[j].max(level[i] + 1);
             }
-        }
-        if !changed {
-            break;
         }
     }
     for (i, g) in groups.iter_mut().enumerate() {
@@ -947,6 +981,27 @@ void solve(int rank) {
             labels(&o),
             vec![("T1".into(), vec![0]), ("T2".into(), vec![1])]
         );
+    }
+
+    #[test]
+    fn too_many_groups_are_left_unordered_with_a_note() {
+        let names: Vec<String> = (0..=MAX_GROUPS).map(|i| format!("f{i}")).collect();
+        let ranks: Vec<[u32; 1]> = (0..=MAX_GROUPS as u32).map(|r| [r]).collect();
+        let paths: Vec<(&[u32], Vec<Frame>)> = ranks
+            .iter()
+            .zip(&names)
+            .map(|(r, n)| (&r[..], vec![Frame::function("main"), Frame::function(n)]))
+            .collect();
+        let o = analyze(&result(&paths), &mut SourceIndex::new(Vec::new()));
+        assert_eq!(o.classes.len(), MAX_GROUPS + 1);
+        assert!(o.classes.iter().all(|c| c.label.0[0].level == 1));
+        assert!(
+            o.notes.iter().any(|n| n.contains("not compared pairwise")),
+            "{:?}",
+            o.notes
+        );
+        let text = super::super::report::text(&o, 100);
+        assert!(text.contains("too many to compare pairwise"), "{text}");
     }
 
     #[test]

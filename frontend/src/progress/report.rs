@@ -24,7 +24,7 @@ fn tie_kind(bp: &BranchPoint, i: usize) -> Option<&'static str> {
         if j == i || other.tag.level != g.tag.level {
             continue;
         }
-        let k = match &bp.relations[i][j] {
+        let k = match bp.relation(i, j)? {
             Evidence::Source(Relation::NeedsIteration { .. }) => "needs loop variable",
             Evidence::Source(Relation::Incomparable { .. }) => "incomparable",
             _ => "unordered",
@@ -193,53 +193,49 @@ fn branch_text(bp: &BranchPoint) -> String {
         format!("  below {at} (within {}):\n", bp.label)
     };
     let name = |g: &Group| bp.label_of(g).to_string();
-    let mut lines: Vec<String> = Vec::new();
+    if bp.relations.is_empty() {
+        out.push_str(&format!(
+            "    {} groups, too many to compare pairwise: left unordered\n",
+            bp.groups.len()
+        ));
+        return out;
+    }
+    // (before, after) pairs that explain a level, then the pairs that share one; only the
+    // first MAX_PAIRS are explained (a node with many children has very many pairs).
+    let mut pairs: Vec<(usize, usize, &str)> = Vec::new();
     for (j, g) in bp.groups.iter().enumerate() {
         if g.tag.level > 1
             && let Some(i) = (0..bp.groups.len()).find(|&i| {
-                bp.groups[i].tag.level + 1 == g.tag.level && bp.relations[i][j].is_before()
+                bp.groups[i].tag.level + 1 == g.tag.level
+                    && bp.relation(i, j).is_some_and(Evidence::is_before)
             })
         {
-            lines.push(format!(
-                "{} before {}: {}",
-                name(&bp.groups[i]),
-                name(g),
-                explain(&bp.groups[i], g, &bp.relations[i][j])
-            ));
+            pairs.push((i, j, "before"));
         }
     }
     for i in 0..bp.groups.len() {
         for j in i + 1..bp.groups.len() {
             if bp.groups[i].tag.level == bp.groups[j].tag.level {
-                lines.push(format!(
-                    "{} and {}: {}",
-                    name(&bp.groups[i]),
-                    name(&bp.groups[j]),
-                    explain(&bp.groups[i], &bp.groups[j], &bp.relations[i][j])
-                ));
+                pairs.push((i, j, "and"));
             }
         }
     }
-    let total = lines.len();
-    for l in lines.into_iter().take(MAX_PAIRS) {
-        out.push_str(&format!("    {l}\n"));
+    for &(i, j, word) in pairs.iter().take(MAX_PAIRS) {
+        let e = bp.relation(i, j).expect("compared");
+        out.push_str(&format!(
+            "    {} {word} {}: {}\n",
+            name(&bp.groups[i]),
+            name(&bp.groups[j]),
+            explain(&bp.groups[i], &bp.groups[j], e)
+        ));
     }
-    if total > MAX_PAIRS {
+    if pairs.len() > MAX_PAIRS {
         out.push_str(&format!(
             "    … {} more pairs (progress.json has them all)\n",
-            total - MAX_PAIRS
+            pairs.len() - MAX_PAIRS
         ));
     }
     out
-}
-
-impl BranchPoint {
-    /// The full label of one of this point's groups.
-    pub fn label_of(&self, g: &Group) -> Label {
-        let mut l = self.label.0.clone();
-        l.push(g.tag);
-        Label(l)
-    }
 }
 
 fn short_file(f: &str) -> &str {
@@ -420,7 +416,9 @@ pub fn json(order: &ProgressOrder) -> ProgressJson {
             let mut pairs = Vec::new();
             for i in 0..bp.groups.len() {
                 for j in i + 1..bp.groups.len() {
-                    let e = &bp.relations[i][j];
+                    let Some(e) = bp.relation(i, j) else {
+                        continue;
+                    };
                     pairs.push(PairJson {
                         first: bp.label_of(&bp.groups[i]).to_string(),
                         second: bp.label_of(&bp.groups[j]).to_string(),
