@@ -31,7 +31,7 @@ for NP in 8 32; do
     STRATA_TIMINGS=1 "$STRATA" attach --launcher-pid $MPIRUN -n 1 --no-files > /dev/null 2> "$WORK/err.txt"
     sed -n 's/.*timing: total: \([0-9.]*\) ms.*/\1/p' "$WORK/err.txt" >> "$WORK/plain.ms"
     kill -9 $MPIRUN 2>/dev/null || true; pkill -9 -f "$WORK/mpi_progress" 2>/dev/null || true
-    wait $MPIRUN 2>/dev/null || true
+    { wait $MPIRUN; } 2>/dev/null || true
   done
   echo "ranks $NP: progress step median $(median < "$WORK/progress.ms") ms (runs: $(tr '\n' ' ' < "$WORK/progress.ms")); attach --progress total median $(median < "$WORK/total.ms") ms; attach without --progress median $(median < "$WORK/plain.ms") ms"
 done
