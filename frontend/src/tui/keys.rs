@@ -51,11 +51,11 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("C", "class list on / off"),
             k(
                 "p",
-                "progress order on / off: labels, least progressed first, go there",
+                "progress order on / off; go to the least progressed",
             ),
             k(
                 "P",
-                "the progress order: classes and why (docs/PROGRESS.md)",
+                "the progress order: classes and why",
             ),
             k("[ ]", "leaf with the shortest / longest path"),
             k("< >", "leaf with the least / most tasks"),
