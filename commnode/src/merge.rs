@@ -13,7 +13,7 @@ use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
     Done, HoldReply, Missing, ProbeReply, ReadMemoryReply, SampleReply, SetupReply, StacksReply,
-    TaskNote,
+    TaskNote, VariablesReply,
 };
 
 use crate::children::Answer;
@@ -312,6 +312,12 @@ pub fn merge_stacks(answers: &[(u32, Answer)]) -> StacksReply {
 pub fn merge_probe(answers: &[(u32, Answer)]) -> ProbeReply {
     ProbeReply {
         ranks: concat_ranks(answers, |r: ProbeReply| r.ranks),
+    }
+}
+
+pub fn merge_variables(answers: &[(u32, Answer)]) -> VariablesReply {
+    VariablesReply {
+        ranks: concat_ranks(answers, |r: VariablesReply| r.ranks),
     }
 }
 

@@ -151,6 +151,9 @@ pub async fn run(
             }
             Action::Stacks(_) => send_reply(&up, cmd.id, &merge::merge_stacks(&answers)).await,
             Action::Probe(_) => send_reply(&up, cmd.id, &merge::merge_probe(&answers)).await,
+            Action::ReadVariables(_) => {
+                send_reply(&up, cmd.id, &merge::merge_variables(&answers)).await
+            }
             Action::Hold(_) | Action::Release(_) => {
                 send_reply(&up, cmd.id, &merge::merge_hold(&answers)).await
             }

@@ -111,6 +111,10 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
                 let reply = state.probe(p, stop.clone()).await;
                 send_reply(&up, id, &reply).await
             }
+            Action::ReadVariables(r) => {
+                let reply = state.read_variables(r).await;
+                send_reply(&up, id, &reply).await
+            }
             Action::Hold(h) => {
                 let reply = state.hold(&h.ranks).await;
                 send_reply(&up, id, &reply).await
@@ -383,6 +387,23 @@ impl State {
                     functions: path.iter().map(|f| f.name()).collect(),
                     exited: report.exited,
                     error: report.error.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads variables in the ranks' main-thread frames (each rank stopped once).
+    async fn read_variables(&mut self, r: pb::ReadVariables) -> pb::VariablesReply {
+        // TODO(issue 11, in progress): the reader; until then every rank says so.
+        pb::VariablesReply {
+            ranks: self
+                .tasks
+                .iter()
+                .filter(|t| r.ranks.is_empty() || r.ranks.contains(&t.rank))
+                .map(|t| pb::RankVariables {
+                    rank: t.rank,
+                    values: Vec::new(),
+                    error: Some("reading variables is not built yet".into()),
                 })
                 .collect(),
         }

@@ -166,7 +166,7 @@ pub struct Command {
     /// the children that did not answer in time as missing.
     #[prost(uint64, tag = "2")]
     pub timeout_ms: u64,
-    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11")]
+    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
     pub action: Option<command::Action>,
 }
 
@@ -201,6 +201,10 @@ pub mod command {
         /// [`super::ProbeReply`] (`strata watch` asks a few ranks at random moments).
         #[prost(message, tag = "11")]
         Probe(super::Probe),
+        /// Read variables in chosen ranks' main-thread frames, each rank stopped while it is
+        /// read; reply [`super::VariablesReply`] (`--var`, loop-order variables).
+        #[prost(message, tag = "12")]
+        ReadVariables(super::ReadVariables),
     }
 }
 
@@ -468,6 +472,72 @@ pub struct RankProbe {
     /// Why there is no stack (capture refused, exited, ...).
     #[prost(string, optional, tag = "4")]
     pub error: Option<String>,
+}
+
+/// Read variables in the main thread of these ranks (every rank of the daemon when empty).
+/// Each rank is stopped once for all its reads and let go at once (or stays stopped, when a
+/// [`Hold`] holds it).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ReadVariables {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
+    #[prost(message, repeated, tag = "2")]
+    pub requests: Vec<VariableRequest>,
+}
+
+/// One variable: `variable` as seen from the innermost frame of `function` on the stack
+/// (inlined frames count; the name matches the whole function name, or its last `::` part
+/// without parameters, case-insensitively for Fortran). Locals and parameters in scope at
+/// the frame's pc come first, then globals and statics of the function's compilation unit.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VariableRequest {
+    #[prost(string, tag = "1")]
+    pub function: String,
+    #[prost(string, tag = "2")]
+    pub variable: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VariablesReply {
+    #[prost(message, repeated, tag = "1")]
+    pub ranks: Vec<RankVariables>,
+}
+
+/// One rank's values, one per request in request order (unless `error` is set).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RankVariables {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+    #[prost(message, repeated, tag = "2")]
+    pub values: Vec<VariableValue>,
+    /// Why nothing could be read (the rank exited, could not be stopped, ...).
+    #[prost(string, optional, tag = "3")]
+    pub error: Option<String>,
+}
+
+/// One variable of one rank.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VariableValue {
+    /// The value as a user reads it (`42`, `-3`, `2.5`, `true`, `0x7ffc...`).
+    #[prost(string, optional, tag = "1")]
+    pub text: Option<String>,
+    /// Integer (and boolean, character, enum) values as a number, for ordering.
+    #[prost(sint64, optional, tag = "2")]
+    pub integer: Option<i64>,
+    /// The variable exists but has no location at this pc (optimized out).
+    #[prost(bool, tag = "3")]
+    pub optimized_out: bool,
+    /// Why there is no value (no frame of the function on the stack, no such variable, no
+    /// debug information, an unsupported location, a memory read that failed).
+    #[prost(string, optional, tag = "4")]
+    pub error: Option<String>,
+    /// Where it was read: the frame's function, source file and line.
+    #[prost(string, optional, tag = "5")]
+    pub function: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub file: Option<String>,
+    #[prost(uint32, tag = "7")]
+    pub line: u32,
 }
 
 /// A rank's answer as text (its stacks, or why there are none).
