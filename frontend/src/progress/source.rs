@@ -100,8 +100,13 @@ impl Language {
 }
 
 /// Why a program point could not be made. Each message is one line naming the file.
+///
+/// `path` is the file as asked (the DWARF name) for `Unreadable` and `UnknownLanguage`, and
+/// the file actually read (after the `--source-dir` search) for the others.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
+    /// Neither the path as given nor any search folder has it; `why` is the error for the
+    /// path as given.
     #[error("cannot read {path}: {why} (pass --source-dir DIR where the sources live)")]
     Unreadable { path: String, why: String },
     #[error(
@@ -209,7 +214,7 @@ impl SourceIndex {
 /// its path that exists there. The error names the path as asked, with why it failed there.
 fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, SourceError> {
     let as_is = PathBuf::from(file);
-    let first_error = match std::fs::read(&as_is) {
+    let first_error = match read_regular_file(&as_is) {
         Ok(bytes) => return Ok(SourceFile::new(as_is, &bytes)),
         Err(error) => error,
     };
@@ -225,10 +230,7 @@ fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, Source
             let candidate: PathBuf = std::iter::once(dir.as_os_str())
                 .chain(parts[start..].iter().copied())
                 .collect();
-            // Only plain files: a folder that happens to match a suffix is not the source.
-            if candidate.is_file()
-                && let Ok(bytes) = std::fs::read(&candidate)
-            {
+            if let Ok(bytes) = read_regular_file(&candidate) {
                 return Ok(SourceFile::new(candidate, &bytes));
             }
         }
@@ -237,6 +239,29 @@ fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, Source
         path: file.to_owned(),
         why: io_reason(&first_error),
     })
+}
+
+/// No source file is this large; a bigger "source" is a mistake (a data file, a device),
+/// and reading it would only exhaust memory.
+const MAX_SOURCE_BYTES: u64 = 256 << 20;
+
+/// The bytes of a plain file: a folder matching a path suffix, a FIFO or a device named like
+/// a source is not one, and reading those would fail late or never end.
+fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if metadata.len() > MAX_SOURCE_BYTES {
+        return Err(std::io::Error::other(
+            "larger than 256 MiB, not a source file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// An I/O error's text without the "(os error N)" suffix, which says nothing to a user.
@@ -1670,6 +1695,40 @@ end subroutine kinds
         assert_eq!(compare(&work, &at("call done()")), Relation::Before);
     }
 
+    #[test]
+    fn preprocessor_blocks_are_transparent() {
+        let fortran = "\
+subroutine s(n)
+#ifdef USE_MPI
+  call mpi_barrier(comm, ierr)
+#endif
+  do i = 1, n
+#if DEBUG
+    call dbg(i)
+#endif
+    call work(i)
+  end do
+end subroutine s
+";
+        let at = |marker| snippet_point(Language::Fortran, fortran, marker).to_string();
+        assert_eq!(at("mpi_barrier"), "s@<2>");
+        assert_eq!(at("dbg(i)"), "s@<4,it(do@5),2>");
+        assert_eq!(at("work(i)"), "s@<4,it(do@5),4>");
+        let c = "\
+void s(int n) {
+    for (int i = 0; i < n; i++) {
+#ifdef DEBUG
+        dbg(i);
+#endif
+        work(i);
+    }
+}
+";
+        let at = |marker| snippet_point(Language::C, c, marker).to_string();
+        assert_eq!(at("dbg(i)"), "s@<1,it(for@2),2>");
+        assert_eq!(at("work(i)"), "s@<1,it(for@2),4>");
+    }
+
     // ---- Files and errors ------------------------------------------------------------
 
     #[test]
@@ -1700,6 +1759,16 @@ end subroutine kinds
         assert!(!message.contains('\n'), "{message}");
         assert_eq!(index.resolved("/nonexistent/strata/solver.c"), None);
         assert_eq!(index.line_text("/nonexistent/strata/solver.c", 1), None);
+    }
+
+    #[test]
+    fn a_folder_named_like_a_source_is_unreadable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("looks_like.c");
+        std::fs::create_dir(&folder).expect("mkdir");
+        let mut index = SourceIndex::new(vec![dir.path().to_owned()]);
+        let error = index.point(folder.to_str().expect("utf-8"), 1).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
     }
 
     #[test]
