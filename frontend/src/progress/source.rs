@@ -55,7 +55,7 @@ use super::point::{ProgramPoint, Step};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Parser, Point, Tree};
 
 /// A source language strata can parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,8 +100,13 @@ impl Language {
 }
 
 /// Why a program point could not be made. Each message is one line naming the file.
+///
+/// `path` is the file as asked (the DWARF name) for `Unreadable` and `UnknownLanguage`, and
+/// the file actually read (after the `--source-dir` search) for the others.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
+    /// Neither the path as given nor any search folder has it; `why` is the error for the
+    /// path as given.
     #[error("cannot read {path}: {why} (pass --source-dir DIR where the sources live)")]
     Unreadable { path: String, why: String },
     #[error(
@@ -209,7 +214,7 @@ impl SourceIndex {
 /// its path that exists there. The error names the path as asked, with why it failed there.
 fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, SourceError> {
     let as_is = PathBuf::from(file);
-    let first_error = match std::fs::read(&as_is) {
+    let first_error = match read_regular_file(&as_is) {
         Ok(bytes) => return Ok(SourceFile::new(as_is, &bytes)),
         Err(error) => error,
     };
@@ -225,10 +230,7 @@ fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, Source
             let candidate: PathBuf = std::iter::once(dir.as_os_str())
                 .chain(parts[start..].iter().copied())
                 .collect();
-            // Only plain files: a folder that happens to match a suffix is not the source.
-            if candidate.is_file()
-                && let Ok(bytes) = std::fs::read(&candidate)
-            {
+            if let Ok(bytes) = read_regular_file(&candidate) {
                 return Ok(SourceFile::new(candidate, &bytes));
             }
         }
@@ -237,6 +239,29 @@ fn read_source(file: &str, search_dirs: &[PathBuf]) -> Result<SourceFile, Source
         path: file.to_owned(),
         why: io_reason(&first_error),
     })
+}
+
+/// No source file is this large; a bigger "source" is a mistake (a data file, a device),
+/// and reading it would only exhaust memory.
+const MAX_SOURCE_BYTES: u64 = 256 << 20;
+
+/// The bytes of a plain file: a folder matching a path suffix, a FIFO or a device named like
+/// a source is not one, and reading those would fail late or never end.
+fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if metadata.len() > MAX_SOURCE_BYTES {
+        return Err(std::io::Error::other(
+            "larger than 256 MiB, not a source file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// An I/O error's text without the "(os error N)" suffix, which says nothing to a user.
@@ -327,6 +352,40 @@ fn children(node: Node) -> Vec<Node> {
     node.children(&mut cursor).collect()
 }
 
+/// The children of `node` whose lines include `line`. The searches below go down one path
+/// of a tree whose nodes can have thousands of children (a big `switch`, a generated
+/// table): the cursor skips to the first child that reaches the line, and the scan stops at
+/// the first child that starts after it.
+fn children_spanning(node: Node, line: u32) -> Vec<Node> {
+    let mut found = Vec::new();
+    let Some(row) = line
+        .checked_sub(1)
+        .and_then(|row| usize::try_from(row).ok())
+    else {
+        return found;
+    };
+    let mut cursor = node.walk();
+    if cursor
+        .goto_first_child_for_point(Point { row, column: 0 })
+        .is_none()
+    {
+        return found;
+    }
+    loop {
+        let child = cursor.node();
+        if first_line(child) > line {
+            break;
+        }
+        if spans(child, line) {
+            found.push(child);
+        }
+        if !cursor.goto_next_sibling() {
+            break;
+        }
+    }
+    found
+}
+
 /// Tokens that are only structure: a line holding nothing else holds no code (no call can
 /// be there), so it does not pull the line into the part they belong to.
 const STRUCTURAL_TOKENS: &[&str] = &[
@@ -350,7 +409,7 @@ fn has_code_on(node: Node, line: u32, source: &[u8]) -> bool {
                 return true;
             }
         } else {
-            pending.extend(children(node));
+            pending.extend(children_spanning(node, line));
         }
     }
     false
@@ -374,7 +433,7 @@ fn innermost_function(root: Node, line: u32, language: Language) -> Option<Node>
         {
             best = Some(node);
         }
-        pending.extend(children(node));
+        pending.extend(children_spanning(node, line));
     }
     best
 }
@@ -617,7 +676,12 @@ impl<'tree> Shape<'tree> {
     /// The part that holds `line`: an arm with code on it, else the condition with code on
     /// it, else an arm or the condition whose lines span it (see the module docs).
     fn choose(&self, line: u32, source: &[u8]) -> Option<(Slot, &Part<'tree>)> {
-        let parts = self.parts();
+        let mut parts = self.parts();
+        parts.retain(|(_, part)| part.spans(line));
+        // The code test walks down to the line: only pay for it when the line is shared.
+        if parts.len() == 1 {
+            return parts.first().copied();
+        }
         // Arms before the condition, for one test of "holds the line".
         let find = |holds: &dyn Fn(&Part) -> bool| {
             let arm = parts
@@ -630,7 +694,7 @@ impl<'tree> Shape<'tree> {
             })
             .copied()
         };
-        find(&|part| part.has_code_on(line, source)).or_else(|| find(&|part| part.spans(line)))
+        find(&|part| part.has_code_on(line, source)).or_else(|| find(&|_| true))
     }
 
     /// Emits the steps that lead into `slot` and moves `base` to that part's first line.
@@ -851,6 +915,10 @@ fn pick<'tree>(nodes: &[Node<'tree>], line: u32, source: &[u8]) -> Option<Node<'
         .copied()
         .filter(|node| spans(*node, line))
         .collect();
+    // The code test walks down to the line: only pay for it when the line is shared.
+    if spanning.len() == 1 {
+        return spanning.first().copied();
+    }
     spanning
         .iter()
         .copied()
@@ -863,17 +931,17 @@ fn pick<'tree>(nodes: &[Node<'tree>], line: u32, source: &[u8]) -> Option<Node<'
 fn steps_to(function: Node, line: u32, language: Language, source: &[u8]) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut base = first_line(function);
-    let mut nodes = children(function);
+    let mut nodes = children_spanning(function, line);
     while let Some(node) = pick(&nodes, line, source) {
         match role(node, language) {
             Role::Opaque => break,
-            Role::Transparent => nodes = children(node),
+            Role::Transparent => nodes = children_spanning(node, line),
             Role::Loop(kind) => {
                 let start = first_line(node);
                 steps.push(Step::Offset(start.saturating_sub(base)));
                 steps.push(Step::Iteration { line: start, kind });
                 base = start;
-                nodes = children(node);
+                nodes = children_spanning(node, line);
             }
             Role::Conditional => {
                 let shape = shape(node, language);
@@ -1627,6 +1695,40 @@ end subroutine kinds
         assert_eq!(compare(&work, &at("call done()")), Relation::Before);
     }
 
+    #[test]
+    fn preprocessor_blocks_are_transparent() {
+        let fortran = "\
+subroutine s(n)
+#ifdef USE_MPI
+  call mpi_barrier(comm, ierr)
+#endif
+  do i = 1, n
+#if DEBUG
+    call dbg(i)
+#endif
+    call work(i)
+  end do
+end subroutine s
+";
+        let at = |marker| snippet_point(Language::Fortran, fortran, marker).to_string();
+        assert_eq!(at("mpi_barrier"), "s@<2>");
+        assert_eq!(at("dbg(i)"), "s@<4,it(do@5),2>");
+        assert_eq!(at("work(i)"), "s@<4,it(do@5),4>");
+        let c = "\
+void s(int n) {
+    for (int i = 0; i < n; i++) {
+#ifdef DEBUG
+        dbg(i);
+#endif
+        work(i);
+    }
+}
+";
+        let at = |marker| snippet_point(Language::C, c, marker).to_string();
+        assert_eq!(at("dbg(i)"), "s@<1,it(for@2),2>");
+        assert_eq!(at("work(i)"), "s@<1,it(for@2),4>");
+    }
+
     // ---- Files and errors ------------------------------------------------------------
 
     #[test]
@@ -1657,6 +1759,16 @@ end subroutine kinds
         assert!(!message.contains('\n'), "{message}");
         assert_eq!(index.resolved("/nonexistent/strata/solver.c"), None);
         assert_eq!(index.line_text("/nonexistent/strata/solver.c", 1), None);
+    }
+
+    #[test]
+    fn a_folder_named_like_a_source_is_unreadable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("looks_like.c");
+        std::fs::create_dir(&folder).expect("mkdir");
+        let mut index = SourceIndex::new(vec![dir.path().to_owned()]);
+        let error = index.point(folder.to_str().expect("utf-8"), 1).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
     }
 
     #[test]
@@ -1827,9 +1939,37 @@ static void sender(void) NOTHROW {
         std::fs::write(&noise, &bytes).expect("write");
         let noise = noise.to_str().expect("utf-8");
         let lines = u32::try_from(String::from_utf8_lossy(&bytes).lines().count()).expect("small");
-        for line in 1..=lines {
+        for line in (1..=lines).step_by(
+            std::env::var("STEP")
+                .map(|s| s.parse().unwrap())
+                .unwrap_or(1),
+        ) {
             let _ = index.point(noise, line);
         }
+    }
+
+    #[test]
+    fn deep_nesting_does_not_exhaust_the_stack() {
+        // Test threads have small stacks: the walks must be loops, not recursion.
+        const DEPTH: u32 = 3000;
+        const TERMS: usize = 20_000;
+        let mut text = String::from("void deep(int x) {\n");
+        text += &"if (x) {\n".repeat(DEPTH as usize);
+        text += "innermost();\n";
+        text += &"}\n".repeat(DEPTH as usize);
+        text += "}\nint sum(int a) {\n  return a\n";
+        text += &"    + a\n".repeat(TERMS);
+        text += "    + last_term(a);\n}\n";
+        let innermost = snippet_point(Language::C, &text, "innermost()");
+        // An offset and an arm per if, and the last offset.
+        assert_eq!(innermost.steps.len(), 2 * DEPTH as usize + 1);
+        assert_eq!(
+            innermost.to_string().matches("br(if@").count(),
+            DEPTH as usize
+        );
+        let last_term = snippet_point(Language::C, &text, "last_term(a)");
+        assert_eq!(last_term.function.as_deref(), Some("sum"));
+        assert_eq!(last_term.steps, vec![Step::Offset(1 + TERMS as u32 + 1)]);
     }
 
     // ---- Properties over every line of the fixtures ----------------------------------
@@ -1863,7 +2003,11 @@ static void sender(void) NOTHROW {
             let path = testdata(name);
             let lines = u32::try_from(read_testdata(name).lines().count()).expect("small");
             let mut missing = Vec::new();
-            for line in 1..=lines {
+            for line in (1..=lines).step_by(
+                std::env::var("STEP")
+                    .map(|s| s.parse().unwrap())
+                    .unwrap_or(1),
+            ) {
                 match index.point(&path, line) {
                     Ok(point) => assert_eq!(point.line, line),
                     Err(SourceError::NotInFunction { .. }) => missing.push(line),
