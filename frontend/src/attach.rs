@@ -17,7 +17,7 @@ use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::Symbolizer;
 use strata_filters::taskset::format_runs;
 use strata_filters::wire::{self, Limits};
-use strata_filters::{Frame, IndexMap, Special, remap};
+use strata_filters::{Frame, IndexMap, NodeId, RankSet, Special, remap};
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
 use strata_launcher::slurm::{self, SlurmError, SlurmJob, SlurmLauncher};
@@ -25,7 +25,7 @@ use strata_launcher::topology::Topology;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
     ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, SlurmTarget, StacksReply, TaskNote,
-    setup::Target,
+    VariableRequest, setup::Target,
 };
 
 use crate::cli::{AttachArgs, Failure, ResourceManager, show, write_files, write_stdout};
@@ -33,6 +33,7 @@ use crate::dump::symbol_options;
 use crate::exit::Exit;
 use crate::interrupt;
 use crate::output;
+use crate::progress::values::{self, VariableSpec};
 use crate::result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
@@ -88,7 +89,11 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     }
     let job = job_info(&place, &args, rank_map, job_name);
     let t = std::time::Instant::now();
-    let assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
+    let mut assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
+    if let Some((requests, reply)) = &gathered.variables {
+        let sampled: RankSet = assembled.result.tree_2d.node(NodeId::ROOT).tasks.clone();
+        assembled.result.meta.variables = values::from_reply(requests, reply, &sampled);
+    }
     let remapped = t.elapsed();
     let mut show_args = args.show;
     if args.json {
@@ -279,7 +284,15 @@ fn tree(
 ) -> Result<Outcome, Failure> {
     let (plan, mut launcher, key) = tree_plan(setup, sample, args, place, progress)?;
     let runtime = crate::roles::runtime()?;
-    let outcome = runtime.block_on(session::run(plan, launcher.as_mut(), key, signals));
+    let fixed: Vec<VariableRequest> = args.var.iter().map(VariableSpec::request).collect();
+    let mut pick = |_: &SetupReply, _: &SampleReply| fixed.clone();
+    let outcome = runtime.block_on(session::run(
+        plan,
+        launcher.as_mut(),
+        key,
+        signals,
+        Some(&mut pick),
+    ));
     // Closes every link: the tree's processes, their shutdown answered, exit on that.
     drop(runtime);
     launcher.reap(Duration::from_secs(5));
@@ -383,6 +396,7 @@ fn serial(
         rank_map,
         sampled: agent::sample_reply(&sampled),
         stacks,
+        variables: None,
         timings,
     })))
 }
@@ -651,6 +665,7 @@ pub(crate) fn assemble(
             ranks: rank_info,
             threads: thread_info,
             missing,
+            variables: Vec::new(),
         },
         tree_2d,
         tree_3d,

@@ -272,7 +272,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     let runtime = crate::roles::runtime()?;
     let (_never, signals) = std::sync::mpsc::channel();
     let started = Instant::now();
-    let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals));
+    let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals, None));
     let session_wall = started.elapsed();
     // Peak memory of every process, before they exit.
     let commnode_rss: Vec<u64> = launcher

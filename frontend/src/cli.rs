@@ -155,6 +155,15 @@ pub struct AttachArgs {
     /// Sample in this process, without daemons or a tree (for comparison and debugging).
     #[arg(long, conflicts_with_all = ["daemons", "fanout", "depth", "job"])]
     pub serial: bool,
+    /// After sampling, read this variable in every rank (`FUNCTION:VARIABLE`, repeatable:
+    /// `solve:it`, `Solver::step:n`): in the innermost frame of FUNCTION on each rank's main
+    /// thread, the rank stopped for the read; prints the values merged into rank sets.
+    #[arg(
+        long = "var",
+        value_name = "FUNCTION:VARIABLE",
+        conflicts_with = "serial"
+    )]
+    pub var: Vec<crate::progress::values::VariableSpec>,
     /// Open the terminal UI on the live session: browse the tree, sample again, read a
     /// rank's full stacks, hand a rank to gdb; quitting detaches (docs/TUI.md).
     #[arg(short = 'i', long, conflicts_with_all = ["serial", "json", "rank"])]

@@ -51,6 +51,7 @@ pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
         job: None,
         step: None,
         commnodes_in_job: false,
+        var: Vec::new(),
         fanout: Some(args.fanout),
         depth: None,
         serial: false,

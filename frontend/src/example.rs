@@ -213,6 +213,7 @@ pub fn ring_result() -> StrataResult {
             ranks,
             threads: Vec::new(),
             missing: Vec::new(),
+            variables: Vec::new(),
         },
         tree_2d: build(SAMPLES - 1),
         tree_3d: build(0),

@@ -123,6 +123,9 @@ pub struct ResultMeta {
     pub threads: Vec<ThreadInfo>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<MissingRanks>,
+    /// Variables read across the ranks after sampling (`--var`, loop-order variables).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<crate::progress::values::VariableReads>,
 }
 
 /// A complete result: metadata and the two rank-order trees.
@@ -559,6 +562,8 @@ pub fn merge_more(old: &StrataResult, new: StrataResult) -> StrataResult {
             ranks: ranks.into_values().collect(),
             threads,
             missing: new.meta.missing,
+            // Values belong to the moment they were read: the newest sample's.
+            variables: new.meta.variables,
         },
         tree_2d,
         tree_3d,

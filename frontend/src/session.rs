@@ -20,8 +20,8 @@ use strata_launcher::topology::{Topology, children_of, parent_of};
 use strata_launcher::{CommnodeSpec, DaemonSpec, Launcher};
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    Command, Probe, ProbeReply, Role, Sample, SampleReply, Setup, SetupReply, StacksReply,
-    command::Action,
+    Command, Probe, ProbeReply, ReadVariables, Role, Sample, SampleReply, Setup, SetupReply,
+    StacksReply, VariableRequest, VariablesReply, command::Action,
 };
 use tokio::time::Instant;
 
@@ -52,6 +52,8 @@ pub struct Gathered {
     pub rank_map: SetupReply,
     pub sampled: SampleReply,
     pub stacks: StacksReply,
+    /// The variables read after sampling (`--var`, loop-order variables) and their values.
+    pub variables: Option<(Vec<VariableRequest>, VariablesReply)>,
     /// Per phase, wall time.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -60,13 +62,18 @@ pub struct Gathered {
 #[derive(Debug)]
 pub struct SessionError(pub String);
 
+/// Decides, from the rank map and the samples, which variables to read before the tree
+/// shuts down (the progress order's loop variables depend on where the ranks are).
+pub type VariablePicker<'a> = &'a mut dyn FnMut(&SetupReply, &SampleReply) -> Vec<VariableRequest>;
+
 /// Runs a whole session on the current tokio runtime: open, sample once, read the stacks
-/// asked for, shut the tree down.
+/// and the variables asked for, shut the tree down.
 pub async fn run(
     plan: Plan,
     launcher: &mut dyn Launcher,
     key: SessionKey,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+    pick_variables: Option<VariablePicker<'_>>,
 ) -> Result<Outcome, SessionError> {
     let mut session = match Session::open(&plan, launcher, key, signals).await? {
         Opened::Ready(s) => s,
@@ -82,6 +89,16 @@ pub async fn run(
             None => return Ok(session.finish_interrupted().await),
         }
     }
+    let mut variables = None;
+    if let Some(pick) = pick_variables {
+        let requests = pick(&session.rank_map, &sampled);
+        if !requests.is_empty() {
+            match session.read_variables(Vec::new(), requests.clone()).await {
+                Some(reply) => variables = Some((requests, reply)),
+                None => return Ok(session.finish_interrupted().await),
+            }
+        }
+    }
     let (rank_map, timings, interrupted) = session.close().await;
     if let Some(sig) = interrupted {
         return Ok(Outcome::Interrupted(sig));
@@ -90,6 +107,7 @@ pub async fn run(
         rank_map,
         sampled,
         stacks,
+        variables,
         timings,
     })))
 }
@@ -427,6 +445,33 @@ impl Session {
             return None;
         }
         Some(merge::merge_probe(&answers))
+    }
+
+    /// Reads `requests` in the main thread of `ranks` (every rank when empty), each rank
+    /// stopped once for its reads; `None` when a signal interrupted it. A rank whose daemon
+    /// did not answer is absent.
+    pub async fn read_variables(
+        &mut self,
+        ranks: Vec<u32>,
+        requests: Vec<VariableRequest>,
+    ) -> Option<VariablesReply> {
+        if self.stopped().is_some() {
+            return None;
+        }
+        let t = std::time::Instant::now();
+        self.bar.phase("reading variables");
+        let answers = self
+            .command(
+                Duration::from_secs(60),
+                Action::ReadVariables(ReadVariables { ranks, requests }),
+                |_, _| {},
+            )
+            .await;
+        self.timings.push(("read variables", t.elapsed()));
+        if self.stopped().is_some() {
+            return None;
+        }
+        Some(merge::merge_variables(&answers))
     }
 
     /// Shuts the tree down (every daemon detaches and exits). Returns the rank map, the

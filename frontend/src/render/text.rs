@@ -119,6 +119,13 @@ pub fn render_with_progress(
         text.max_classes,
         text.width,
     ));
+    if !result.meta.variables.is_empty() {
+        out.push('\n');
+        out.push_str(&crate::progress::values::text(
+            &result.meta.variables,
+            max_list,
+        ));
+    }
     if let Some(p) = progress {
         out.push('\n');
         out.push_str(&crate::progress::report::text(p, max_list));

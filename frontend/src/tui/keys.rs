@@ -49,14 +49,8 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("@", "find a host (where its ranks end)"),
             k("Tab, Shift-Tab", "next / previous equivalence class"),
             k("C", "class list on / off"),
-            k(
-                "p",
-                "progress order on / off; go to the least progressed",
-            ),
-            k(
-                "P",
-                "the progress order: classes and why",
-            ),
+            k("p", "progress order on / off; go to the least progressed"),
+            k("P", "the progress order: classes and why"),
             k("[ ]", "leaf with the shortest / longest path"),
             k("< >", "leaf with the least / most tasks"),
         ],

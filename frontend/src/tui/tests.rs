@@ -210,6 +210,7 @@ fn synth_result(params: SynthParams) -> StrataResult {
                 })
                 .collect(),
             missing: Vec::new(),
+            variables: Vec::new(),
         },
         tree_2d: job.direct_tree(params.samples - 1),
         tree_3d: job.direct_tree(0),

@@ -127,6 +127,7 @@ impl WatchArgs {
             depth: None,
             commnodes_in_job: false,
             serial: false,
+            var: Vec::new(),
             interactive: false,
             show: ShowArgs {
                 format: None,
