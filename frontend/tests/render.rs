@@ -40,6 +40,7 @@ fn meta(job_size: u32, samples: u32, threads: bool) -> ResultMeta {
             .collect(),
         threads: Vec::new(),
         missing: Vec::new(),
+        variables: Vec::new(),
     }
 }
 
