@@ -18,6 +18,7 @@
 //! * [`values`]: variables read across ranks (`--var`, loop-order variables), merged into
 //!   value classes.
 
+pub mod lov;
 pub mod order;
 pub mod point;
 pub mod report;

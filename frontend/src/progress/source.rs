@@ -51,6 +51,7 @@
 //! * Two constructs starting on one line (`if (a) f(); while (b) g();`) get equal offsets and
 //!   different tokens: [`compare`](super::point::compare) calls them unrelated.
 
+use super::lov::{LoopVariables, loop_variables_in_tree};
 use super::point::{ProgramPoint, Step};
 use std::collections::HashMap;
 use std::fmt;
@@ -123,6 +124,13 @@ pub enum SourceError {
     NotInFunction { path: String, line: u32 },
     #[error("cannot parse {path}: {why}")]
     Parse { path: String, why: String },
+    /// A loop was asked for by its first line (an `Iteration` step's line), and no loop
+    /// starts there.
+    #[error(
+        "{path}:{line} starts no loop (for, while, do-while, range-for, Fortran do) that the \
+         parser could read: the source does not match the binary's debug information"
+    )]
+    NoLoopAt { path: String, line: u32 },
 }
 
 /// Parses each source file once (cache by path) and answers program points.
@@ -132,6 +140,15 @@ pub struct SourceIndex {
     /// Keyed by the path as asked (the DWARF name); failures are kept too, so that an
     /// unreadable file is tried once.
     files: HashMap<String, Result<SourceFile, SourceError>>,
+}
+
+/// A parsed file, borrowed from the cache for one question.
+struct Parsed<'index> {
+    tree: &'index Tree,
+    text: &'index str,
+    language: Language,
+    /// The path actually read, for error messages.
+    shown: String,
 }
 
 /// One file as read, with its syntax tree once a point was asked of it.
@@ -164,6 +181,35 @@ impl SourceIndex {
 
     /// The program point of `file:line` (1-based).
     pub fn point(&mut self, file: &str, line: u32) -> Result<ProgramPoint, SourceError> {
+        let parsed = self.parsed(file, line)?;
+        point_in_tree(parsed.tree, parsed.text, parsed.language, file, line).ok_or(
+            SourceError::NotInFunction {
+                path: parsed.shown,
+                line,
+            },
+        )
+    }
+
+    /// The loop-order variables of the loop whose first line is `loop_line` in `file` (an
+    /// [`Step::Iteration`] step's line): see [`super::lov`]. Errors as [`SourceIndex::point`],
+    /// and [`SourceError::NoLoopAt`] when no loop starts on that line.
+    pub fn loop_variables(
+        &mut self,
+        file: &str,
+        loop_line: u32,
+    ) -> Result<LoopVariables, SourceError> {
+        let parsed = self.parsed(file, loop_line)?;
+        loop_variables_in_tree(parsed.tree, parsed.text, parsed.language, file, loop_line).ok_or(
+            SourceError::NoLoopAt {
+                path: parsed.shown,
+                line: loop_line,
+            },
+        )
+    }
+
+    /// The syntax tree of `file`, parsed on the first question, for a question about `line`
+    /// (which must be inside the file).
+    fn parsed(&mut self, file: &str, line: u32) -> Result<Parsed<'_>, SourceError> {
         let language = Language::from_path(file).ok_or_else(|| SourceError::UnknownLanguage {
             path: file.to_owned(),
         })?;
@@ -176,13 +222,17 @@ impl SourceIndex {
                 lines: source.lines,
             });
         }
-        let tree = source
-            .tree
-            .get_or_insert_with(|| parse(&source.text, language, &shown))
+        let SourceFile { text, tree, .. } = source;
+        let tree = tree
+            .get_or_insert_with(|| parse(text, language, &shown))
             .as_ref()
             .map_err(Clone::clone)?;
-        point_in_tree(tree, &source.text, language, file, line)
-            .ok_or(SourceError::NotInFunction { path: shown, line })
+        Ok(Parsed {
+            tree,
+            text,
+            language,
+            shown,
+        })
     }
 
     /// The path actually read for `file` (after the search), if it was found.
@@ -288,7 +338,7 @@ impl SourceFile {
     }
 }
 
-fn parse(text: &str, language: Language, shown: &str) -> Result<Tree, SourceError> {
+pub(super) fn parse(text: &str, language: Language, shown: &str) -> Result<Tree, SourceError> {
     let mut parser = Parser::new();
     parser
         .set_language(&language.grammar())
@@ -330,7 +380,7 @@ fn row_to_line(row: usize) -> u32 {
     u32::try_from(row).unwrap_or(u32::MAX - 1).saturating_add(1)
 }
 
-fn first_line(node: Node) -> u32 {
+pub(super) fn first_line(node: Node) -> u32 {
     row_to_line(node.start_position().row)
 }
 
@@ -347,7 +397,7 @@ fn spans(node: Node, line: u32) -> bool {
     first_line(node) <= line && line <= last_line(node)
 }
 
-fn children(node: Node) -> Vec<Node> {
+pub(super) fn children(node: Node) -> Vec<Node> {
     let mut cursor = node.walk();
     node.children(&mut cursor).collect()
 }
@@ -356,7 +406,7 @@ fn children(node: Node) -> Vec<Node> {
 /// of a tree whose nodes can have thousands of children (a big `switch`, a generated
 /// table): the cursor skips to the first child that reaches the line, and the scan stops at
 /// the first child that starts after it.
-fn children_spanning(node: Node, line: u32) -> Vec<Node> {
+pub(super) fn children_spanning(node: Node, line: u32) -> Vec<Node> {
     let mut found = Vec::new();
     let Some(row) = line
         .checked_sub(1)
@@ -459,7 +509,7 @@ fn is_function(node: Node, language: Language) -> bool {
 /// definitions, reads `FOR_EACH_RANK(r)` as a K&R declarator. A definition nested in a
 /// function without a class body in between can only be that (or a GCC nested function,
 /// rare enough to read as a block too); its lines are the enclosing function's.
-fn is_macro_block(node: Node) -> bool {
+pub(super) fn is_macro_block(node: Node) -> bool {
     let mut ancestor = node.parent();
     while let Some(current) = ancestor {
         match current.kind() {
@@ -566,6 +616,15 @@ fn role(node: Node, language: Language) -> Role {
             "subroutine" | "function" | "module_procedure" | "internal_procedures" => Role::Opaque,
             _ => Role::Transparent,
         },
+    }
+}
+
+/// The kind of loop `node` is ("for", "while", "do-while", "range-for", "do", "do-while",
+/// "do concurrent", "forall": the kinds of [`Step::Iteration`]), or None if it is no loop.
+pub(super) fn loop_kind(node: Node, language: Language) -> Option<&'static str> {
+    match role(node, language) {
+        Role::Loop(kind) => Some(kind),
+        Role::Conditional | Role::Opaque | Role::Transparent => None,
     }
 }
 
