@@ -425,7 +425,9 @@ impl<'tree> Analysis<'_, 'tree> {
 
         let mut candidates = Vec::new();
         for variable in order {
-            let group = &groups[variable];
+            let Some(group) = groups.get(variable) else {
+                continue;
+            };
             match self.verdict(group, &jumps, &assigned) {
                 Verdict::Candidate(candidate, rank) => candidates.push((rank, candidate)),
                 Verdict::Rejected(reason) => rejected.push(reason),
@@ -1384,7 +1386,7 @@ impl<'tree> Analysis<'_, 'tree> {
     }
 
     fn c_declaration(&self, name: &str, at: Node<'tree>) -> Option<Declared> {
-        let mut in_loop = self.inside_loop(at) || self.is_the_loop(at);
+        let mut in_loop = self.inside_loop(at);
         let mut child = at;
         let mut current = at.parent();
         let mut function: Option<Node> = None;
@@ -2754,6 +2756,32 @@ void traced(void) {
         );
     }
 
+    #[test]
+    fn a_block_after_a_macro_may_be_a_loop() {
+        let text = "\
+void ranks(void) {
+    int sent = 0, rounds = 0;
+    while (go()) {
+        FOR_EACH_RANK(r) { sent++; }
+        rounds++;
+    }
+}
+";
+        let found = c(text, "while");
+        assert_eq!(
+            found.candidates,
+            vec![candidate("rounds", Direction::Increasing, "rounds++", 5)]
+        );
+        assert_eq!(
+            found.rejected,
+            vec![rejected(
+                "sent",
+                4,
+                "assigned inside the block after a macro at line 4, which may loop or not run"
+            )]
+        );
+    }
+
     // ---- C++ ---------------------------------------------------------------------------
 
     #[test]
@@ -3140,6 +3168,56 @@ void ranked(int n, int s) {
                 candidate("sweeps", Direction::Increasing, "sweeps++", 4),
                 candidate("i", Direction::Unknown, "for-loop induction (i += s)", 3),
             ]
+        );
+    }
+
+    #[test]
+    fn fixed_form_labelled_do_loops() {
+        let text = "\
+      subroutine old(n)
+      integer n, i, m
+      do 10 i = 1, n
+         m = m + 2
+         call work(i)
+ 10   continue
+      end
+";
+        let found = fortran(text, "do 10");
+        assert_eq!(
+            found.candidates,
+            vec![
+                candidate("i", Direction::Increasing, "do-loop index (step 1)", 3),
+                candidate("m", Direction::Increasing, "m = m + 2", 4),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_json_names_every_field() {
+        let text = "\
+void j(int n) {
+    for (int it = 0; it < n; it++) { x *= 2; }
+}
+";
+        let json = serde_json::to_value(c(text, "for (")).expect("serializes");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "file": "snippet",
+                "loop_line": 2,
+                "kind": "for",
+                "candidates": [{
+                    "variable": "it",
+                    "direction": "Increasing",
+                    "how": "for-loop induction (it++)",
+                    "line": 2
+                }],
+                "rejected": [{
+                    "variable": "x",
+                    "line": 2,
+                    "why": "x *= 2 is not monotonic by a constant step"
+                }]
+            })
         );
     }
 

@@ -12,6 +12,7 @@
 //! * [`source`]: from a frame's DWARF `file:line` to a program point, by parsing the C, C++
 //!   or Fortran source with tree-sitter (the paper's "program point rewriting system",
 //!   Section 4.1).
+//! * [`lov`]: a loop's loop-order variables (Section 4.2), read to order ranks in one loop.
 //! * [`order`]: the walk down the prefix tree that orders the groups parting at every
 //!   branching point by their first divergent frame, and labels tasks `T1.2` (Section 4.3).
 //! * [`report`]: the order as a user reads it (text, JSON), with the evidence.
