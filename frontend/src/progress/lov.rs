@@ -82,8 +82,9 @@
 //!   `auto` is an integer only when its initializer is an integer literal; an `enum` is
 //!   rejected.
 //! * Fortran: a variable with no declaration takes the implicit type (i-n integer) unless
-//!   `implicit none` or a `use` is in scope, when it is "declaration not seen"; `do
-//!   concurrent` and `forall` indices are not candidates (their iterations have no order).
+//!   `implicit none` or a `use` is in scope, when it is "declaration not seen". A `do
+//!   concurrent`'s indices are rejected (its iterations have no order); a `forall` yields
+//!   nothing at all (its index is in no assignment, its body stores array elements).
 
 use super::source::{Language, children, children_spanning, first_line, is_macro_block, loop_kind};
 use serde::Serialize;
