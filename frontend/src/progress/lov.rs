@@ -115,6 +115,10 @@ pub struct Candidate {
     /// A rank stopped after this line (in the same iteration) reads the variable one step
     /// further than a rank stopped before it.
     pub line: u32,
+    /// The signed step when it is an integer literal (`it++`: 1, `k -= 2`: -2): what a rank
+    /// past `line` has added in its current iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
 }
 
 /// A variable assigned in the loop that is not a loop-order variable, and why (one line).
@@ -1247,12 +1251,21 @@ impl<'tree> Analysis<'_, 'tree> {
             _ => 1,
         };
         let rank = (tier, u8::from(first.place != Place::Induction), line);
+        let step = match &first.form {
+            Form::Step {
+                step: StepExpression::Literal(v),
+                sign,
+                ..
+            } => i64::try_from(v.saturating_mul(i128::from(*sign))).ok(),
+            _ => None,
+        };
         Verdict::Candidate(
             Candidate {
                 variable,
                 direction,
                 how,
                 line,
+                step,
             },
             rank,
         )
@@ -2117,7 +2130,20 @@ mod tests {
             direction,
             how: how.to_owned(),
             line,
+            step: None,
         }
+    }
+
+    /// The candidates without their steps (most tests check the rest; the steps have a
+    /// test of their own).
+    fn no_steps(found: &[Candidate]) -> Vec<Candidate> {
+        found
+            .iter()
+            .map(|c| Candidate {
+                step: None,
+                ..c.clone()
+            })
+            .collect()
     }
 
     fn rejected(variable: &str, line: u32, why: &str) -> Rejected {
@@ -2163,7 +2189,7 @@ void solve(int n) {
         assert_eq!(found.loop_line, 2);
         assert_eq!(found.file, "snippet");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate(
                 "it",
                 Direction::Increasing,
@@ -2189,7 +2215,7 @@ void poll(void) {
         let found = c(text, "while");
         assert_eq!(found.kind, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("it", Direction::Increasing, "it++", 5)]
         );
     }
@@ -2206,7 +2232,7 @@ void spin(void) {
 ";
         let found = c(text, "for (;;)");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("step", Direction::Increasing, "step += 2", 4)]
         );
     }
@@ -2342,7 +2368,7 @@ void counted(void) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("calls", Direction::Increasing, "++calls", 4)]
         );
     }
@@ -2444,7 +2470,7 @@ void nest(int n, int m) {
         );
         let inner = c(text, "for (j");
         assert_eq!(
-            inner.candidates,
+            no_steps(&inner.candidates),
             vec![candidate(
                 "j",
                 Direction::Increasing,
@@ -2470,7 +2496,7 @@ void strided(int stride, int n) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![
                 candidate("count", Direction::Increasing, "count++", 6),
                 candidate("it", Direction::Unknown, "it += stride", 4),
@@ -2498,7 +2524,7 @@ void constants(void) {
 ";
         let found = c(text, "for (;;)");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![
                 candidate("a", Direction::Decreasing, "a += down (down = -2)", 6),
                 candidate("b", Direction::Decreasing, "b -= STRIDE (STRIDE = 4)", 7),
@@ -2520,7 +2546,7 @@ void retry(void) {
         let found = c(text, "do {");
         assert_eq!(found.kind, "do-while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate(
                 "attempts",
                 Direction::Increasing,
@@ -2541,7 +2567,7 @@ void countdown(int n) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate(
                 "n",
                 Direction::Decreasing,
@@ -2571,7 +2597,7 @@ void jumps(void) {
 ";
         let skipping = c(text, "while (go())");
         assert_eq!(
-            skipping.candidates,
+            no_steps(&skipping.candidates),
             vec![candidate("before", Direction::Increasing, "before++", 4)]
         );
         assert_eq!(
@@ -2586,7 +2612,7 @@ void jumps(void) {
         // only the break at line 9 is noted.
         let breaking = c(text, "while (more())");
         assert_eq!(
-            breaking.candidates,
+            no_steps(&breaking.candidates),
             vec![candidate(
                 "counted",
                 Direction::Increasing,
@@ -2638,7 +2664,7 @@ out:
         );
         let left = c(text, "while (more())");
         assert_eq!(
-            left.candidates,
+            no_steps(&left.candidates),
             vec![candidate(
                 "m",
                 Direction::Increasing,
@@ -2683,7 +2709,7 @@ void types(size_t m, unsigned long long big, my_count_t opaque, idx_ptr ip) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![
                 candidate("m", Direction::Increasing, "m++", 15),
                 candidate("big", Direction::Decreasing, "big--", 16),
@@ -2752,7 +2778,7 @@ void traced(void) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("n", Direction::Increasing, "n++", 11)]
         );
     }
@@ -2770,7 +2796,7 @@ void ranks(void) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("rounds", Direction::Increasing, "rounds++", 5)]
         );
         assert_eq!(
@@ -2802,7 +2828,7 @@ void visit(std::vector<Cell>& cells) {
         let found = cpp(text, "for (auto& cell");
         assert_eq!(found.kind, "range-for");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("count", Direction::Increasing, "++count", 5)]
         );
         let bare = cpp(text, "for (const Cell& c");
@@ -2838,7 +2864,7 @@ void Solver::step() {
 ";
         let inline = cpp(text, "for (;;)");
         assert_eq!(
-            inline.candidates,
+            no_steps(&inline.candidates),
             vec![candidate(
                 "sweeps_",
                 Direction::Increasing,
@@ -2848,7 +2874,7 @@ void Solver::step() {
         );
         let out_of_line = cpp(text, "while");
         assert_eq!(
-            out_of_line.candidates,
+            no_steps(&out_of_line.candidates),
             vec![candidate("sweeps_", Direction::Increasing, "++sweeps_", 12)]
         );
         // residual_ is a double set from a call: not listed; this->calls is a field.
@@ -2874,7 +2900,7 @@ void walk(std::map<int, int>& m) {
 ";
         let found = cpp(text, "for (auto it");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("seven", Direction::Decreasing, "seven -= 7", 7)]
         );
         assert_eq!(
@@ -2922,7 +2948,7 @@ end subroutine sweeps
         let down = fortran(text, "do i = n, 1, -1");
         assert_eq!(down.kind, "do");
         assert_eq!(
-            down.candidates,
+            no_steps(&down.candidates),
             vec![candidate(
                 "i",
                 Direction::Decreasing,
@@ -2932,7 +2958,7 @@ end subroutine sweeps
         );
         let strided = fortran(text, "do j");
         assert_eq!(
-            strided.candidates,
+            no_steps(&strided.candidates),
             vec![candidate(
                 "j",
                 Direction::Unknown,
@@ -2942,7 +2968,7 @@ end subroutine sweeps
         );
         let up = fortran(text, "do k");
         assert_eq!(
-            up.candidates,
+            no_steps(&up.candidates),
             vec![candidate(
                 "k",
                 Direction::Increasing,
@@ -2952,7 +2978,7 @@ end subroutine sweeps
         );
         let named = fortran(text, "do i = n, 1, back");
         assert_eq!(
-            named.candidates,
+            no_steps(&named.candidates),
             vec![candidate(
                 "i",
                 Direction::Decreasing,
@@ -2984,13 +3010,13 @@ end program drive
         let found = fortran(text, "DO WHILE");
         assert_eq!(found.kind, "do-while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("k", Direction::Increasing, "K = K + 1", 8)]
         );
         let endless = fortran(text, "! endless");
         assert_eq!(endless.kind, "do");
         assert_eq!(
-            endless.candidates,
+            no_steps(&endless.candidates),
             vec![candidate(
                 "c8",
                 Direction::Decreasing,
@@ -3037,7 +3063,7 @@ end subroutine jumps
         // a; the cycle of the inner loop is the inner loop's.
         let outer = fortran(text, "outer: do");
         assert_eq!(
-            outer.candidates,
+            no_steps(&outer.candidates),
             vec![candidate("a", Direction::Increasing, "a = a + 1", 5)]
         );
         assert_eq!(
@@ -3104,7 +3130,7 @@ end subroutine typed
         // No `implicit none`: nsteps is implicitly an integer, xsum a real.
         let found = fortran(text, "do while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate(
                 "nsteps",
                 Direction::Increasing,
@@ -3142,7 +3168,7 @@ subroutine modular()
 end subroutine modular
 ";
         assert_eq!(
-            fortran(text, "do while").candidates,
+            no_steps(&fortran(text, "do while").candidates),
             vec![candidate(
                 "total_steps",
                 Direction::Increasing,
@@ -3164,7 +3190,7 @@ void ranked(int n, int s) {
 ";
         let found = c(text, "for (");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![
                 candidate("sweeps", Direction::Increasing, "sweeps++", 4),
                 candidate("i", Direction::Unknown, "for-loop induction (i += s)", 3),
@@ -3185,10 +3211,41 @@ void ranked(int n, int s) {
 ";
         let found = fortran(text, "do 10");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![
                 candidate("i", Direction::Increasing, "do-loop index (step 1)", 3),
                 candidate("m", Direction::Increasing, "m = m + 2", 4),
+            ]
+        );
+    }
+
+    #[test]
+    fn literal_steps_are_kept_with_their_sign() {
+        let text = "\
+void s(int n) {
+    int a = 0, b = 0, c = 0, d = 0;
+    for (int it = 0; it < n; it++) {
+        a += 2;
+        b -= 3;
+        c = c - -1;
+        d += n;
+    }
+}
+";
+        let found = c(text, "for (");
+        let steps: Vec<(&str, Option<i64>)> = found
+            .candidates
+            .iter()
+            .map(|c| (c.variable.as_str(), c.step))
+            .collect();
+        assert_eq!(
+            steps,
+            vec![
+                ("it", Some(1)),
+                ("a", Some(2)),
+                ("b", Some(-3)),
+                ("c", Some(1)),
+                ("d", None)
             ]
         );
     }
@@ -3211,6 +3268,7 @@ void j(int n) {
                     "variable": "it",
                     "direction": "Increasing",
                     "how": "for-loop induction (it++)",
+                    "step": 1,
                     "line": 2
                 }],
                 "rejected": [{
@@ -3241,7 +3299,7 @@ void j(int n) {
         assert_eq!(found.kind, "while");
         assert_eq!(found.file, path);
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate("it", Direction::Increasing, "it++", 20)]
         );
         // `norm` is a double set from a call: not listed. The inner loop's `row` is.
@@ -3255,7 +3313,7 @@ void j(int n) {
         );
         let reduction = index.loop_variables(&path, 28).expect("get_norm's loop");
         assert_eq!(
-            reduction.candidates,
+            no_steps(&reduction.candidates),
             vec![candidate(
                 "i",
                 Direction::Increasing,
@@ -3334,7 +3392,7 @@ void broken(int n) {
 ";
         let found = c(text, "while");
         assert_eq!(
-            found.candidates,
+            no_steps(&found.candidates),
             vec![candidate(
                 "k",
                 Direction::Increasing,
