@@ -33,6 +33,8 @@ use crate::dump::symbol_options;
 use crate::exit::Exit;
 use crate::interrupt;
 use crate::output;
+use crate::progress::order;
+use crate::progress::source::SourceIndex;
 use crate::progress::values::{self, VariableSpec};
 use crate::result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
@@ -282,10 +284,24 @@ fn tree(
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     progress: bool,
 ) -> Result<Outcome, Failure> {
-    let (plan, mut launcher, key) = tree_plan(setup, sample, args, place, progress)?;
-    let runtime = crate::roles::runtime()?;
     let fixed: Vec<VariableRequest> = args.var.iter().map(VariableSpec::request).collect();
-    let mut pick = |_: &SetupReply, _: &SampleReply| fixed.clone();
+    let (with_loops, source_dirs) = (args.show.progress, args.show.source_dir.clone());
+    // `--var` reads what it names; `--progress` also the loop-order variables of the loops
+    // the sampled ranks are in (which needs the samples, so it is decided here).
+    let mut pick = |rank_map: &SetupReply, sampled: &SampleReply| {
+        let mut requests = fixed.clone();
+        if with_loops && let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) {
+            let mut sources = SourceIndex::new(source_dirs.clone());
+            for r in order::loop_requests(&a.result, &mut sources) {
+                if !requests.contains(&r) {
+                    requests.push(r);
+                }
+            }
+        }
+        requests
+    };
+    let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), args, place, progress)?;
+    let runtime = crate::roles::runtime()?;
     let outcome = runtime.block_on(session::run(
         plan,
         launcher.as_mut(),

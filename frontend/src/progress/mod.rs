@@ -19,6 +19,7 @@
 //! * [`values`]: variables read across ranks (`--var`, loop-order variables), merged into
 //!   value classes.
 
+pub mod loops;
 pub mod lov;
 pub mod order;
 pub mod point;

@@ -21,12 +21,15 @@
 //! reported as unordered, with the reason. When a source file cannot be read, the point
 //! falls back to line numbers within one function, and the report says so.
 
-use super::point::{ProgramPoint, Relation, compare};
+use super::loops::{Loops, loops_of};
+use super::lov::Direction;
+use super::point::{ProgramPoint, Relation, Step, compare};
 use super::source::SourceIndex;
 use crate::result::StrataResult;
 use rustc_hash::FxHashMap;
 use std::fmt;
 use strata_filters::{Frame, Granularity, NodeId, PrefixTree, RankSet, TaskSet, ViewOptions, view};
+use strata_proto::overlay::VariableRequest;
 
 /// One component of a label: the level at one branching point (1 = least progressed
 /// there) and, when several groups share a level, which of them (1 = `a`, 2 = `b`, ...;
@@ -100,15 +103,57 @@ pub enum Evidence {
     LineNumbers(std::cmp::Ordering),
     /// No comparison can be made, and why.
     Unordered(String),
+    /// Loop-order variables decided, or helped: the loops both groups are in were compared
+    /// by their iteration values, outer first. When the last fact's values differ it decides
+    /// (by the variable's direction); when all are equal, `then` is how the rest of the
+    /// points compares (or `None` at a node where only the iterations differ).
+    Iterations {
+        facts: Vec<IterationFact>,
+        then: Option<Relation>,
+    },
+}
+
+/// Two groups' values of one loop's loop-order variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationFact {
+    pub file: String,
+    pub line: u32,
+    pub kind: &'static str,
+    pub variable: String,
+    pub direction: Direction,
+    /// The values at the start of each group's current iteration: a rank past the
+    /// variable's update (a statement in the loop body) has it one step further, and that
+    /// step is taken back (`adjusted`).
+    pub values: (i64, i64),
+    pub adjusted: bool,
+}
+
+impl IterationFact {
+    /// The order the values give, when they differ and the direction is known.
+    fn order(&self) -> Option<std::cmp::Ordering> {
+        let (a, b) = self.values;
+        match self.direction {
+            _ if a == b => Some(std::cmp::Ordering::Equal),
+            Direction::Increasing => Some(a.cmp(&b)),
+            Direction::Decreasing => Some(b.cmp(&a)),
+            Direction::Unknown => None,
+        }
+    }
 }
 
 impl Evidence {
     /// True when the first group is strictly less progressed than the second.
     pub fn is_before(&self) -> bool {
-        matches!(
-            self,
-            Evidence::Source(Relation::Before) | Evidence::LineNumbers(std::cmp::Ordering::Less)
-        )
+        match self {
+            Evidence::Source(Relation::Before)
+            | Evidence::LineNumbers(std::cmp::Ordering::Less) => true,
+            Evidence::Iterations { facts, then } => match facts.last().map(IterationFact::order) {
+                Some(Some(std::cmp::Ordering::Equal)) | None => then == &Some(Relation::Before),
+                Some(Some(o)) => o == std::cmp::Ordering::Less,
+                Some(None) => false,
+            },
+            _ => false,
+        }
     }
 
     pub fn reversed(&self) -> Evidence {
@@ -116,6 +161,16 @@ impl Evidence {
             Evidence::Source(r) => Evidence::Source(r.reversed()),
             Evidence::LineNumbers(o) => Evidence::LineNumbers(o.reverse()),
             Evidence::Unordered(w) => Evidence::Unordered(w.clone()),
+            Evidence::Iterations { facts, then } => Evidence::Iterations {
+                facts: facts
+                    .iter()
+                    .map(|f| IterationFact {
+                        values: (f.values.1, f.values.0),
+                        ..f.clone()
+                    })
+                    .collect(),
+                then: then.as_ref().map(Relation::reversed),
+            },
         }
     }
 }
@@ -132,6 +187,9 @@ pub struct Group {
     pub frame: Option<Frame>,
     /// The frame's program point, or why there is none.
     pub point: Result<ProgramPoint, String>,
+    /// The values of the loop-order variables of the loops the point lies in, outer first,
+    /// shared by every task of the group (`None` where not known).
+    pub iterations: Vec<Option<i64>>,
     pub tag: Tag,
 }
 
@@ -184,8 +242,11 @@ pub struct ProgressOrder {
     /// Least progressed first.
     pub classes: Vec<ProgressClass>,
     pub branch_points: Vec<BranchPoint>,
-    /// Problems with the sources, one line per file or frame ("cannot read ...").
+    /// Problems with the sources, one line per file or frame ("cannot read ..."), and
+    /// loop-order variables some ranks gave no value for.
     pub notes: Vec<String>,
+    /// The loops of the frames, their loop-order variables and the values read.
+    pub loops: Loops,
     /// Class index of every rank (`None`: the rank is not in the 2D tree).
     class_of: Vec<Option<u32>>,
 }
@@ -232,38 +293,138 @@ impl ProgressOrder {
     }
 }
 
-/// Runs the analysis on `result`'s 2D tree, reading sources through `sources`.
-pub fn analyze(result: &StrataResult, sources: &mut SourceIndex) -> ProgressOrder {
-    let base = main_threads(result);
-    let tree = view(
-        &base,
+/// The tree the order is derived from: the 2D tree at line granularity, cut below MPI, main
+/// threads only.
+fn line_tree(result: &StrataResult) -> PrefixTree<RankSet> {
+    view(
+        &main_threads(result),
         ViewOptions {
             granularity: Granularity::Line,
             cut_below_mpi: true,
         },
-    );
+    )
+}
+
+/// The loops enclosing the frames of `tree`, with their loop-order variables (static
+/// analysis) and the values `result` holds for them.
+fn collect_loops(
+    tree: &PrefixTree<RankSet>,
+    points: &mut Points<'_>,
+    result: &StrataResult,
+) -> Loops {
+    let mut loops = Loops::default();
+    // Frames only looked at for their loops must not fill the notes with the sources of
+    // every library frame: only a comparison that needs a source reports it missing.
+    let notes_before = points.notes.len();
+    for id in tree.node_ids().skip(1) {
+        let frame = tree.node_frame(id).cloned();
+        let Ok(point) = points.of(frame.as_ref()) else {
+            continue;
+        };
+        if loops_of(&point).is_empty() {
+            continue;
+        }
+        let function = frame
+            .as_ref()
+            .and_then(Frame::code)
+            .and_then(|c| c.function.clone())
+            .unwrap_or_default();
+        let sources = &mut *points.sources;
+        loops.add(&point, &function, |file, line| {
+            sources
+                .loop_variables(file, line)
+                .map(|v| v.best().cloned())
+                .map_err(|e| e.to_string())
+        });
+    }
+    points.notes.truncate(notes_before);
+    points.cache.retain(|_, p| p.is_ok());
+    loops.fill(&result.meta.variables);
+    loops
+}
+
+/// The variables the progress order of `result` would use: the loop-order variables of the
+/// loops its ranks' frames are in. `strata attach --progress` reads them before detaching.
+pub fn loop_requests(result: &StrataResult, sources: &mut SourceIndex) -> Vec<VariableRequest> {
+    let tree = line_tree(result);
     let mut points = Points {
         sources,
         cache: FxHashMap::default(),
         notes: Vec::new(),
     };
+    collect_loops(&tree, &mut points, result).requests()
+}
+
+/// A node to visit: the tasks below it restricted to `filter` (a group split off by its
+/// iteration values), and the label they carry.
+struct Visit {
+    node: NodeId,
+    label: Label,
+    filter: Option<RankSet>,
+    /// The node's own loops already split these tasks.
+    iterations_done: bool,
+}
+
+fn restrict(set: &RankSet, filter: &Option<RankSet>) -> RankSet {
+    match filter {
+        None => set.clone(),
+        Some(f) => set & f,
+    }
+}
+
+/// Runs the analysis on `result`'s 2D tree, reading sources through `sources`; loop-order
+/// variables the result holds values of (`meta.variables`) order ranks inside loops.
+pub fn analyze(result: &StrataResult, sources: &mut SourceIndex) -> ProgressOrder {
+    let tree = line_tree(result);
+    let mut points = Points {
+        sources,
+        cache: FxHashMap::default(),
+        notes: Vec::new(),
+    };
+    let loops = collect_loops(&tree, &mut points, result);
     let mut branch_points = Vec::new();
     let mut classes = Vec::new();
     // Depth-first from the root, carrying each node's label.
-    let mut stack: Vec<(NodeId, Label)> = vec![(NodeId::ROOT, Label::default())];
-    while let Some((id, label)) = stack.pop() {
-        let node = tree.node(id);
-        let children: Vec<NodeId> = node
+    let mut stack = vec![Visit {
+        node: NodeId::ROOT,
+        label: Label::default(),
+        filter: None,
+        iterations_done: false,
+    }];
+    while let Some(v) = stack.pop() {
+        let id = v.node;
+        let tasks = restrict(&tree.node(id).tasks, &v.filter);
+        if tasks.is_empty() {
+            continue;
+        }
+        // Tasks at one line of a loop but in different iterations part ways here.
+        if !v.iterations_done
+            && id != NodeId::ROOT
+            && let Some(bp) = iteration_branch(&tree, id, &v.label, &tasks, &mut points, &loops)
+        {
+            for g in &bp.groups {
+                stack.push(Visit {
+                    node: id,
+                    label: bp.label_of(g),
+                    filter: Some(g.tasks.clone()),
+                    iterations_done: true,
+                });
+            }
+            branch_points.push(bp);
+            continue;
+        }
+        let children: Vec<(NodeId, RankSet)> = tree
+            .node(id)
             .children
             .iter()
-            .copied()
-            .filter(|&c| !tree.node(c).tasks.is_empty())
+            .map(|&c| (c, &tree.node(c).tasks & &tasks))
+            .filter(|(_, t)| !t.is_empty())
             .collect();
-        let ending = tree.tasks_ending_at(id);
+        let ending = &tree.tasks_ending_at(id) & &tasks;
         if children.is_empty() {
             if !ending.is_empty() {
                 classes.push(ProgressClass {
-                    label,
+                    label: v.label,
                     tasks: ending,
                     node: id,
                 });
@@ -271,16 +432,28 @@ pub fn analyze(result: &StrataResult, sources: &mut SourceIndex) -> ProgressOrde
             continue;
         }
         if children.len() == 1 && ending.is_empty() {
-            stack.push((children[0], label));
+            let (c, t) = children.into_iter().next().expect("one child");
+            stack.push(Visit {
+                node: c,
+                label: v.label,
+                filter: Some(t),
+                iterations_done: false,
+            });
             continue;
         }
-        let bp = order_branch(&tree, id, label, &children, ending, &mut points);
+        let groups = child_groups(&tree, id, &children, ending, &mut points, &loops);
+        let here = tree.node_frame(id).cloned();
+        let bp = order_groups(id, here, v.label, groups, &mut points, &loops);
         for g in &bp.groups {
-            let l = bp.label.child(g.tag);
             match g.node {
-                Some(c) => stack.push((c, l)),
+                Some(c) => stack.push(Visit {
+                    node: c,
+                    label: bp.label_of(g),
+                    filter: Some(g.tasks.clone()),
+                    iterations_done: false,
+                }),
                 None => classes.push(ProgressClass {
-                    label: l,
+                    label: bp.label_of(g),
                     tasks: g.tasks.clone(),
                     node: id,
                 }),
@@ -302,14 +475,111 @@ pub fn analyze(result: &StrataResult, sources: &mut SourceIndex) -> ProgressOrde
             }
         }
     }
-    let notes = points.notes;
+    let mut notes = points.notes;
+    for c in loops.counters.values() {
+        notes.extend(c.missing());
+        notes.extend(c.unread.iter().cloned());
+    }
     ProgressOrder {
         tree,
         classes,
         branch_points,
         notes,
+        loops,
         class_of,
     }
+}
+
+/// Splits `tasks` at node `id` by the iteration values of the loops its frame's line is in,
+/// when they differ: the ranks at one line in iteration 4 are behind those in iteration 5.
+fn iteration_branch(
+    tree: &PrefixTree<RankSet>,
+    id: NodeId,
+    label: &Label,
+    tasks: &RankSet,
+    points: &mut Points<'_>,
+    loops: &Loops,
+) -> Option<BranchPoint> {
+    let frame = tree.node_frame(id).cloned();
+    let point = points.of(frame.as_ref()).ok()?;
+    if loops_of(&point).is_empty() {
+        return None;
+    }
+    let parts = partition(tasks, |r| loops.tuple(&point, r));
+    if parts.len() < 2 {
+        return None;
+    }
+    let groups = parts
+        .into_iter()
+        .map(|(iterations, tasks)| Group {
+            node: Some(id),
+            tasks,
+            frame: frame.clone(),
+            point: Ok(point.clone()),
+            iterations,
+            tag: Tag { level: 0, tie: 0 },
+        })
+        .collect();
+    Some(order_groups(
+        id,
+        frame,
+        label.clone(),
+        groups,
+        points,
+        loops,
+    ))
+}
+
+/// `tasks` split by `key`, in order of the key.
+fn partition<K: Ord>(tasks: &RankSet, key: impl Fn(u32) -> K) -> Vec<(K, RankSet)> {
+    let mut parts: std::collections::BTreeMap<K, RankSet> = std::collections::BTreeMap::new();
+    for t in tasks.iter() {
+        parts.entry(key(t)).or_default().insert(t);
+    }
+    parts.into_iter().collect()
+}
+
+/// The groups that part ways at `id`: each child's tasks (split by the iteration values of
+/// the loops the child's line is in), and the tasks ending at `id` itself.
+fn child_groups(
+    tree: &PrefixTree<RankSet>,
+    id: NodeId,
+    children: &[(NodeId, RankSet)],
+    ending: RankSet,
+    points: &mut Points<'_>,
+    loops: &Loops,
+) -> Vec<Group> {
+    let mut groups = Vec::new();
+    for (c, tasks) in children {
+        let frame = tree.node_frame(*c).cloned();
+        let point = points.of(frame.as_ref());
+        let parts = match &point {
+            Ok(p) if !loops_of(p).is_empty() => partition(tasks, |r| loops.tuple(p, r)),
+            _ => vec![(Vec::new(), tasks.clone())],
+        };
+        for (iterations, tasks) in parts {
+            groups.push(Group {
+                node: Some(*c),
+                tasks,
+                frame: frame.clone(),
+                point: point.clone(),
+                iterations,
+                tag: Tag { level: 0, tie: 0 },
+            });
+        }
+    }
+    if !ending.is_empty() {
+        let here = tree.node_frame(id).cloned();
+        groups.push(Group {
+            node: None,
+            tasks: ending,
+            point: points.of(here.as_ref()),
+            frame: here,
+            iterations: Vec::new(),
+            tag: Tag { level: 0, tie: 0 },
+        });
+    }
+    groups
 }
 
 /// The 2D tree with only main threads' paths when threads were sampled: a rank whose
@@ -415,38 +685,15 @@ fn same_function_name(source: &str, binary: &str) -> bool {
     base(source) == base(binary)
 }
 
-/// Orders the groups that part ways at `id`.
-fn order_branch(
-    tree: &PrefixTree<RankSet>,
+/// Orders the groups that part ways at `id` (below its frame `here`).
+fn order_groups(
     id: NodeId,
+    here: Option<Frame>,
     label: Label,
-    children: &[NodeId],
-    ending: RankSet,
+    mut groups: Vec<Group>,
     points: &mut Points<'_>,
+    loops: &Loops,
 ) -> BranchPoint {
-    let here = tree.node_frame(id).cloned();
-    let mut groups: Vec<Group> = children
-        .iter()
-        .map(|&c| {
-            let frame = tree.node_frame(c).cloned();
-            Group {
-                node: Some(c),
-                tasks: tree.node(c).tasks.clone(),
-                point: points.of(frame.as_ref()),
-                frame,
-                tag: Tag { level: 0, tie: 0 },
-            }
-        })
-        .collect();
-    if !ending.is_empty() {
-        groups.push(Group {
-            node: None,
-            tasks: ending,
-            point: points.of(here.as_ref()),
-            frame: here.clone(),
-            tag: Tag { level: 0, tie: 0 },
-        });
-    }
     groups.sort_by_key(|g| g.tasks.min());
     let n = groups.len();
     if n > MAX_GROUPS {
@@ -472,23 +719,28 @@ fn order_branch(
     for i in 0..n {
         relations[i][i] = Evidence::Source(Relation::Same);
         for j in i + 1..n {
-            let e = evidence(&groups[i], &groups[j], here.as_ref());
+            let e = evidence(&groups[i], &groups[j], here.as_ref(), loops);
             relations[j][i] = e.reversed();
             relations[i][j] = e;
         }
     }
-    // Level: 1 + the longest chain of groups strictly before it. "Before" only holds
-    // between lines of one function and implies a smaller line number (an earlier offset,
-    // or a condition before its arms), so increasing line order is a topological order:
-    // one pass in it settles every level.
-    let line = |g: &Group| g.frame.as_ref().and_then(Frame::code).and_then(|c| c.line);
-    let mut topo: Vec<usize> = (0..n).collect();
-    topo.sort_by_key(|&i| (line(&groups[i]).is_none(), line(&groups[i])));
+    // Level: 1 + the longest chain of groups strictly before it ("before" is a strict
+    // partial order: lexicographic on points and iteration values). Kahn's algorithm over
+    // the "before" edges visits every group after all its predecessors.
+    let mut preds = vec![0usize; n];
+    for j in 0..n {
+        preds[j] = (0..n).filter(|&i| relations[i][j].is_before()).count();
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&j| preds[j] == 0).collect();
     let mut level = vec![1u32; n];
-    for (k, &j) in topo.iter().enumerate() {
-        for &i in &topo[..k] {
+    while let Some(i) = ready.pop() {
+        for j in 0..n {
             if relations[i][j].is_before() {
                 level[j] = level[j].max(level[i] + 1);
+                preds[j] -= 1;
+                if preds[j] == 0 {
+                    ready.push(j);
+                }
             }
         }
     }
@@ -526,7 +778,7 @@ fn order_branch(
 }
 
 /// How group `a` compares with group `b` below the frame `parent`.
-fn evidence(a: &Group, b: &Group, parent: Option<&Frame>) -> Evidence {
+fn evidence(a: &Group, b: &Group, parent: Option<&Frame>, loops: &Loops) -> Evidence {
     let (Some(fa), Some(fb)) = (&a.frame, &b.frame) else {
         return Evidence::Unordered("the outermost frames differ".into());
     };
@@ -554,10 +806,7 @@ fn evidence(a: &Group, b: &Group, parent: Option<&Frame>) -> Evidence {
         ));
     }
     match (&a.point, &b.point) {
-        (Ok(pa), Ok(pb)) => match compare(pa, pb) {
-            Relation::Unrelated(why) => Evidence::Unordered(why),
-            r => Evidence::Source(r),
-        },
+        (Ok(pa), Ok(pb)) => compare_with_iterations(pa, &a.iterations, pb, &b.iterations, loops),
         _ => match (ca.line, cb.line) {
             (Some(la), Some(lb)) => Evidence::LineNumbers(la.cmp(&lb)),
             _ => Evidence::Unordered(format!(
@@ -572,9 +821,85 @@ fn evidence(a: &Group, b: &Group, parent: Option<&Frame>) -> Evidence {
     }
 }
 
+/// [`compare`], with the loops' iteration values where both points are in a loop: the
+/// first difference decides, an offset or an arm as in the paper's Definition 3.4, an
+/// iteration placeholder by the loop-order variable's values when both are known.
+fn compare_with_iterations(
+    pa: &ProgramPoint,
+    ia: &[Option<i64>],
+    pb: &ProgramPoint,
+    ib: &[Option<i64>],
+    loops: &Loops,
+) -> Evidence {
+    let suffix = |p: &ProgramPoint, i: usize| ProgramPoint {
+        steps: p.steps[i..].to_vec(),
+        ..p.clone()
+    };
+    let wrap = |facts: Vec<IterationFact>, r: Relation| match (facts.is_empty(), r) {
+        (true, Relation::Unrelated(why)) => Evidence::Unordered(why),
+        (true, r) => Evidence::Source(r),
+        (false, r) => Evidence::Iterations {
+            facts,
+            then: Some(r),
+        },
+    };
+    let mut facts = Vec::new();
+    let mut k = 0;
+    let same_function = pa.file == pb.file && pa.function_lines == pb.function_lines;
+    for (i, (sa, sb)) in pa.steps.iter().zip(&pb.steps).enumerate() {
+        match (sa, sb) {
+            (Step::Iteration { line, kind }, Step::Iteration { line: lb, .. })
+                if same_function && line == lb =>
+            {
+                let counter = loops.get(&pa.file, *line);
+                let raw = (ia.get(k).copied().flatten(), ib.get(k).copied().flatten());
+                k += 1;
+                let lov = counter.and_then(|c| c.lov.as_ref().ok());
+                // A rank past a body update reads the next iteration's value: count from
+                // the start of each rank's iteration.
+                let past = |p: &ProgramPoint, c: &super::lov::Candidate| {
+                    c.line != *line && p.line > c.line
+                };
+                let start = |v: Option<i64>, p: &ProgramPoint, c: &super::lov::Candidate| match (
+                    v,
+                    past(p, c),
+                ) {
+                    (Some(v), false) => Some(v),
+                    (Some(v), true) => c.step.map(|s| v - s),
+                    (None, _) => None,
+                };
+                let values =
+                    lov.map_or((None, None), |c| (start(raw.0, pa, c), start(raw.1, pb, c)));
+                match (values, lov) {
+                    ((Some(x), Some(y)), Some(lov)) => {
+                        facts.push(IterationFact {
+                            file: pa.file.clone(),
+                            line: *line,
+                            kind,
+                            variable: lov.variable.clone(),
+                            direction: lov.direction,
+                            values: (x, y),
+                            adjusted: past(pa, lov) != past(pb, lov),
+                        });
+                        if x != y {
+                            return Evidence::Iterations { facts, then: None };
+                        }
+                    }
+                    // Not known: the plain comparison says what the count would decide.
+                    _ => return wrap(facts, compare(&suffix(pa, i), &suffix(pb, i))),
+                }
+            }
+            _ if sa == sb => {}
+            _ => return wrap(facts, compare(&suffix(pa, i), &suffix(pb, i))),
+        }
+    }
+    wrap(facts, compare(pa, pb))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::values::{ReadClass, Reading, VariableReads};
     use crate::result::{RankInfo, ResultMeta, StrataResult, ThreadInfo};
     use strata_filters::CodeFrame;
 
@@ -603,6 +928,15 @@ void solve(int rank) {
     }
     finish(rank);
     report(rank);
+}
+
+void run(void) {
+    int it = 0;
+    while (1) {
+        before(it);
+        it++;
+        after(it);
+    }
 }
 "#;
 
@@ -976,6 +1310,143 @@ void solve(int rank) {
             tree_3d: tree.clone(),
             tree_2d: tree,
         };
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![("T1".into(), vec![0]), ("T2".into(), vec![1])]
+        );
+    }
+
+    fn reads(function: &str, variable: &str, values: &[(i64, &str)]) -> VariableReads {
+        VariableReads {
+            function: function.into(),
+            variable: variable.into(),
+            classes: values
+                .iter()
+                .map(|&(v, ranks)| ReadClass {
+                    reading: Reading::Integer(v),
+                    ranks: ranks.into(),
+                    at: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Every rank at the same line of the loop (one stack), rank 3 one iteration behind.
+    #[test]
+    fn one_stack_is_split_by_the_loop_counter_and_the_lowest_is_behind() {
+        let fx = fixture();
+        let f = fx.file.as_str();
+        let stack = vec![
+            Frame::function("main"),
+            code("solve", f, 21),
+            code("get_norm", f, 5),
+            Frame::function("MPI_Allreduce"),
+        ];
+        let mut r = result(&[(&[0, 1, 2, 3, 4], stack)]);
+        // Without values: one class, nothing to order.
+        let o = analyze_in(&fx, &r);
+        assert_eq!(labels(&o), vec![("T".into(), vec![0, 1, 2, 3, 4])]);
+        assert_eq!(
+            loop_requests(&r, &mut SourceIndex::new(Vec::new())),
+            vec![VariableRequest {
+                function: "solve".into(),
+                variable: "it".into()
+            }]
+        );
+        r.meta.variables = vec![reads("solve", "it", &[(3, "3"), (4, "0-2,4")])];
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![("T1".into(), vec![3]), ("T2".into(), vec![0, 1, 2, 4])]
+        );
+        let text = super::super::report::text(&o, 100);
+        assert!(text.contains("Least progressed: T1 (1 rank [3])"), "{text}");
+        assert!(
+            text.contains(
+                "T1 before T2: an earlier iteration: it = 3 and 4 in the for loop at solver.c:19"
+            ),
+            "{text}"
+        );
+    }
+
+    /// Ranks at two lines of one loop body: the iteration decides first, the line second.
+    #[test]
+    fn iteration_values_order_lines_of_one_loop() {
+        let fx = fixture();
+        let f = fx.file.as_str();
+        let stall = vec![
+            Frame::function("main"),
+            code("solve", f, 20),
+            Frame::function("relax"),
+        ];
+        let wait = vec![
+            Frame::function("main"),
+            code("solve", f, 21),
+            code("get_norm", f, 5),
+            Frame::function("MPI_Allreduce"),
+        ];
+        let mut r = result(&[(&[3], stall), (&[0, 1, 2], wait)]);
+        // Rank 3 is at line 20 but one iteration ahead: the others are behind.
+        r.meta.variables = vec![reads("solve", "it", &[(5, "3"), (4, "0-2")])];
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![("T1".into(), vec![0, 1, 2]), ("T2".into(), vec![3])]
+        );
+        // The same iteration: line 20 comes first.
+        r.meta.variables = vec![reads("solve", "it", &[(4, "0-3")])];
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![("T1".into(), vec![3]), ("T2".into(), vec![0, 1, 2])]
+        );
+        let text = super::super::report::text(&o, 100);
+        assert!(
+            text.contains("in the same iteration (it = 4 (for loop at solver.c:19)): line 20 comes before line 21 in solve"),
+            "{text}"
+        );
+        // A group whose ranks are in different iterations splits: T1.x inside one child.
+        r.meta.variables = vec![reads("solve", "it", &[(4, "0-1,3"), (5, "2")])];
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![
+                ("T1".into(), vec![3]),
+                ("T2".into(), vec![0, 1]),
+                ("T3".into(), vec![2])
+            ]
+        );
+    }
+
+    /// `it++` in the middle of the body: a rank past it reads the next iteration's value.
+    #[test]
+    fn a_rank_past_the_update_is_counted_from_its_iterations_start() {
+        let fx = fixture();
+        let f = fx.file.as_str();
+        let at = |line| {
+            vec![
+                Frame::function("main"),
+                code("run", f, line),
+                Frame::function("work"),
+            ]
+        };
+        // Rank 0 before the update with it = 5 (iteration 5); rank 1 after it with it = 5
+        // (iteration 4): rank 1 is behind although its line comes later.
+        let mut r = result(&[(&[0], at(30)), (&[1], at(32))]);
+        r.meta.variables = vec![reads("run", "it", &[(5, "0-1")])];
+        let o = analyze_in(&fx, &r);
+        assert_eq!(
+            labels(&o),
+            vec![("T1".into(), vec![1]), ("T2".into(), vec![0])]
+        );
+        let text = super::super::report::text(&o, 100);
+        assert!(
+            text.contains("it = 4 and 5 in the while loop at solver.c:29 (as each iteration began"),
+            "{text}"
+        );
+        // it = 6 past the update is iteration 5, the same as rank 0's: the line decides.
+        r.meta.variables = vec![reads("run", "it", &[(5, "0"), (6, "1")])];
         let o = analyze_in(&fx, &r);
         assert_eq!(
             labels(&o),

@@ -2,7 +2,11 @@
 //! evidence for every order (and for every order strata refused to guess), as text for the
 //! terminal and `progress.txt`, and as JSON for scripts (`progress.json`).
 
-use super::order::{BranchPoint, Evidence, Group, Label, ProgressClass, ProgressOrder};
+use super::loops::Loops;
+use super::lov::Direction;
+use super::order::{
+    BranchPoint, Evidence, Group, IterationFact, Label, ProgressClass, ProgressOrder,
+};
 use super::point::{ProgramPoint, Relation};
 use crate::render::frame_text;
 use serde::Serialize;
@@ -25,8 +29,16 @@ fn tie_kind(bp: &BranchPoint, i: usize) -> Option<&'static str> {
             continue;
         }
         let k = match bp.relation(i, j)? {
-            Evidence::Source(Relation::NeedsIteration { .. }) => "needs loop variable",
-            Evidence::Source(Relation::Incomparable { .. }) => "incomparable",
+            Evidence::Source(Relation::NeedsIteration { .. })
+            | Evidence::Iterations {
+                then: Some(Relation::NeedsIteration { .. }),
+                ..
+            } => "needs loop variable",
+            Evidence::Source(Relation::Incomparable { .. })
+            | Evidence::Iterations {
+                then: Some(Relation::Incomparable { .. }),
+                ..
+            } => "incomparable",
             _ => "unordered",
         };
         // The most specific reason wins: a loop variable would order them.
@@ -84,7 +96,7 @@ pub fn text(order: &ProgressOrder, max_list: usize) -> String {
     if order.has_order() {
         out.push_str("\nWhy:\n");
         for bp in &order.branch_points {
-            out.push_str(&branch_text(bp));
+            out.push_str(&branch_text(bp, &order.loops));
         }
     }
     if !order.notes.is_empty() {
@@ -101,6 +113,11 @@ pub fn least_progressed(order: &ProgressOrder) -> String {
     let Some(first) = order.classes.first() else {
         return "Least progressed: no ranks were sampled".into();
     };
+    if !order.has_order() {
+        return "Least progressed: not decided: every rank is at the same place (see the notes \
+                for loops whose counters could tell them apart)"
+            .into();
+    }
     // Classes that share the first class's level at every branching point are as far
     // behind as it is, as far as the code shows.
     let first_rank = |l: &Label| l.0.iter().map(|t| t.level).collect::<Vec<_>>();
@@ -182,7 +199,7 @@ fn class_where(order: &ProgressOrder, c: &ProgressClass) -> String {
     }
 }
 
-fn branch_text(bp: &BranchPoint) -> String {
+fn branch_text(bp: &BranchPoint, loops: &Loops) -> String {
     let at = bp
         .frame
         .as_ref()
@@ -226,7 +243,7 @@ fn branch_text(bp: &BranchPoint) -> String {
             "    {} {word} {}: {}\n",
             name(&bp.groups[i]),
             name(&bp.groups[j]),
-            explain(&bp.groups[i], &bp.groups[j], e)
+            explain(&bp.groups[i], &bp.groups[j], e, loops)
         ));
     }
     if pairs.len() > MAX_PAIRS {
@@ -251,14 +268,17 @@ fn function_of(g: &Group) -> String {
 }
 
 /// Why `a` and `b` compare as `e` (a's view).
-fn explain(a: &Group, b: &Group, e: &Evidence) -> String {
+fn explain(a: &Group, b: &Group, e: &Evidence, loops: &Loops) -> String {
     // "In the same iteration" reads best from the one that would be behind.
     if let Evidence::Source(Relation::NeedsIteration {
         if_same_iteration, ..
     }) = e
         && **if_same_iteration == Relation::After
     {
-        return explain(b, a, &e.reversed());
+        return explain(b, a, &e.reversed(), loops);
+    }
+    if e.reversed().is_before() {
+        return explain(b, a, &e.reversed(), loops);
     }
     let (la, lb) = (line_of(a), line_of(b));
     let lines = match (la, lb) {
@@ -266,11 +286,17 @@ fn explain(a: &Group, b: &Group, e: &Evidence) -> String {
         _ => "{}".into(),
     };
     let file = |p: &ProgramPoint| short_file(&p.file).to_string();
+    let full = a.point.as_ref().map(|p| p.file.clone()).unwrap_or_default();
+    let at = Place {
+        lines: &lines,
+        function: &function_of(a),
+        file: &a.point.as_ref().map(file).unwrap_or_default(),
+        full: &full,
+        loops,
+    };
     match e {
-        Evidence::Source(r) => {
-            let f = a.point.as_ref().map(file).unwrap_or_default();
-            relation_text(r, &lines, &function_of(a), &f)
-        }
+        Evidence::Source(r) => relation_text(r, &at),
+        Evidence::Iterations { facts, then } => iterations_text(facts, then.as_ref(), &at),
         Evidence::LineNumbers(o) => format!(
             "{} in {} by line number only (the source was not read: see the notes)",
             lines.replace(
@@ -287,7 +313,93 @@ fn explain(a: &Group, b: &Group, e: &Evidence) -> String {
     }
 }
 
-fn relation_text(r: &Relation, lines: &str, function: &str, file: &str) -> String {
+/// Where a comparison happened, for the words that explain it.
+struct Place<'a> {
+    /// `line X {} line Y`, the verb left open.
+    lines: &'a str,
+    function: &'a str,
+    /// The file's name, and its path (to find the loops).
+    file: &'a str,
+    full: &'a str,
+    loops: &'a Loops,
+}
+
+fn iterations_text(facts: &[IterationFact], then: Option<&Relation>, at: &Place) -> String {
+    let fact = |f: &IterationFact| {
+        format!(
+            "{} = {} and {} in the {} loop at {}:{}{}",
+            f.variable,
+            f.values.0,
+            f.values.1,
+            f.kind,
+            short_file(&f.file),
+            f.line,
+            if f.adjusted {
+                " (as each iteration began: one of them is past the update)"
+            } else {
+                ""
+            }
+        )
+    };
+    let Some(last) = facts.last() else {
+        return then.map_or(String::new(), |r| relation_text(r, at));
+    };
+    if last.values.0 != last.values.1 {
+        let outer: Vec<String> = facts[..facts.len() - 1]
+            .iter()
+            .map(|f| format!("{} = {}", f.variable, f.values.0))
+            .collect();
+        let outer = if outer.is_empty() {
+            String::new()
+        } else {
+            format!(" (same iteration of the outer loop: {})", outer.join(", "))
+        };
+        return match last.direction {
+            Direction::Increasing => format!(
+                "an earlier iteration: {}, and {} counts up{outer}",
+                fact(last),
+                last.variable
+            ),
+            Direction::Decreasing => format!(
+                "an earlier iteration: {}, and {} counts down{outer}",
+                fact(last),
+                last.variable
+            ),
+            Direction::Unknown => format!(
+                "unordered: different iterations ({}), but whether {} counts up or down is not known{outer}",
+                fact(last),
+                last.variable
+            ),
+        };
+    }
+    let same: Vec<String> = facts
+        .iter()
+        .map(|f| {
+            format!(
+                "{} = {} ({} loop at {}:{})",
+                f.variable,
+                f.values.0,
+                f.kind,
+                short_file(&f.file),
+                f.line
+            )
+        })
+        .collect();
+    match then {
+        Some(Relation::Same) | None => format!(
+            "unordered: the same iteration ({}) and the same line",
+            same.join(", ")
+        ),
+        Some(r) => format!(
+            "in the same iteration ({}): {}",
+            same.join(", "),
+            relation_text(r, at)
+        ),
+    }
+}
+
+fn relation_text(r: &Relation, at: &Place) -> String {
+    let (lines, function, file) = (at.lines, at.function, at.file);
     match r {
         Relation::Before => format!(
             "{} in {function} ({file})",
@@ -310,15 +422,27 @@ fn relation_text(r: &Relation, lines: &str, function: &str, file: &str) -> Strin
             let same = match if_same_iteration.as_ref() {
                 Relation::Before | Relation::After => format!(
                     "; in the same iteration {}",
-                    relation_text(if_same_iteration, lines, function, file)
+                    relation_text(if_same_iteration, at)
                 ),
                 Relation::Incomparable { .. } => {
                     "; in the same iteration they are in different branches".into()
                 }
                 _ => String::new(),
             };
+            let why = at.loops.get(at.full, *line).map_or(
+                "its loop-order variable was not looked for".to_string(),
+                |c| {
+                    c.missing().unwrap_or_else(|| {
+                        format!(
+                            "{}:{} has no value for some of these ranks (see the notes)",
+                            c.function,
+                            c.variable().unwrap_or("?")
+                        )
+                    })
+                },
+            );
             format!(
-                "needs a loop variable: both are in the {kind} loop at {file}:{line} and which is behind depends on the iteration each is in{same}"
+                "needs a loop variable: both are in the {kind} loop at {file}:{line} and which is behind depends on the iteration each is in{same} ({why})"
             )
         }
         Relation::Unrelated(why) => format!("unordered: {why}"),
@@ -388,6 +512,17 @@ fn order_word(e: &Evidence) -> &'static str {
         Evidence::Source(Relation::Incomparable { .. }) => "incomparable",
         Evidence::Source(Relation::NeedsIteration { .. }) => "needs-loop-variable",
         Evidence::Source(Relation::Unrelated(_)) | Evidence::Unordered(_) => "unordered",
+        Evidence::Iterations { .. } if e.is_before() => "before",
+        Evidence::Iterations { .. } if e.reversed().is_before() => "after",
+        Evidence::Iterations {
+            then: Some(Relation::NeedsIteration { .. }),
+            ..
+        } => "needs-loop-variable",
+        Evidence::Iterations {
+            then: Some(Relation::Incomparable { .. }),
+            ..
+        } => "incomparable",
+        Evidence::Iterations { .. } => "unordered",
     }
 }
 
@@ -423,7 +558,7 @@ pub fn json(order: &ProgressOrder) -> ProgressJson {
                         first: bp.label_of(&bp.groups[i]).to_string(),
                         second: bp.label_of(&bp.groups[j]).to_string(),
                         order: order_word(e),
-                        why: explain(&bp.groups[i], &bp.groups[j], e),
+                        why: explain(&bp.groups[i], &bp.groups[j], e, &order.loops),
                     });
                 }
             }
