@@ -16,6 +16,7 @@ use crate::attach::{self, Place};
 use crate::cli::{AttachArgs, Failure, write_files};
 use crate::exit::Exit;
 use crate::output;
+use crate::progress::values::{self, VariableReads, VariableSpec};
 use crate::result::{JobInfo, StrataResult};
 use crate::session::{self, Session};
 use crate::tui::{self, Source, ViewState};
@@ -78,6 +79,24 @@ impl Source for LiveSource {
             .map_err(|f| f.message)?;
         self.sample = sample;
         Ok(assembled.result)
+    }
+
+    fn read_variables(
+        &mut self,
+        ranks: &[u32],
+        variables: &[VariableSpec],
+    ) -> Result<Vec<VariableReads>, String> {
+        let runtime = &self.runtime;
+        let session = match self.session.as_deref_mut() {
+            Some(s) if s.stopped().is_none() => s,
+            _ => return Err(self.session().err().unwrap_or_default()),
+        };
+        let requests: Vec<_> = variables.iter().map(VariableSpec::request).collect();
+        let reply = runtime
+            .block_on(session.read_variables(ranks.to_vec(), requests.clone()))
+            .ok_or("interrupted by a signal: the job has been detached")?;
+        let expected: strata_filters::RankSet = ranks.iter().copied().collect();
+        Ok(values::from_reply(&requests, &reply, &expected))
     }
 
     fn stacks(&mut self, ranks: &[u32]) -> Result<String, String> {

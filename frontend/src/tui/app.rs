@@ -14,6 +14,7 @@ use super::source::Source;
 use super::view::{Display, Row, ViewState, cut_regex};
 use crate::progress::order::ProgressOrder;
 use crate::progress::source::SourceIndex;
+use crate::progress::values::{VariableReads, VariableSpec};
 use crate::result::{StrataResult, TreeKind, merge_more};
 use find::Search;
 use panels::help_dialog;
@@ -50,6 +51,7 @@ pub enum PromptKind {
     Host,
     Cut,
     More,
+    Variable,
 }
 
 impl PromptKind {
@@ -61,6 +63,9 @@ impl PromptKind {
             PromptKind::Host => "find host: @",
             PromptKind::Cut => "cut below frames matching (regex, empty: none): ",
             PromptKind::More => "more samples: ",
+            PromptKind::Variable => {
+                "read variable in the node's function (NAME, or FUNCTION:NAME): "
+            }
         }
     }
 }
@@ -96,7 +101,7 @@ pub struct Message {
     pub error: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Work {
     Sample {
         samples: u32,
@@ -104,6 +109,7 @@ enum Work {
         merge: bool,
     },
     Stacks(u32),
+    Variables(Vec<u32>, VariableSpec),
     Detach,
 }
 
@@ -375,6 +381,7 @@ impl App {
             KeyCode::Char('t') => return self.toggle_threads(),
             KeyCode::Char('D') => return self.start(Work::Detach),
             KeyCode::Char('p') => self.toggle_progress(),
+            KeyCode::Char('v') => self.ask(PromptKind::Variable, String::new()),
             KeyCode::Char('P') => self.progress_dialog(),
             KeyCode::Char('?') => self.dialog = Some(help_dialog()),
             KeyCode::Char('q') => return Step::Quit,
@@ -464,6 +471,8 @@ impl App {
                     self.edit(s, &what);
                 }
             }
+            PromptKind::Variable if text.is_empty() => {}
+            PromptKind::Variable => return self.read_variable(&text),
             PromptKind::More => match text.parse::<u32>() {
                 Ok(n @ 1..=10_000) => {
                     return self.start(Work::Sample {
@@ -689,6 +698,67 @@ impl App {
         }
     }
 
+    /// `v`: a variable read in every rank of the selected node, in the innermost frame of
+    /// the node's function (or of the function named as `FUNCTION:NAME`): live on an attached
+    /// job, else from the values a saved result holds.
+    fn read_variable(&mut self, text: &str) -> Step {
+        let Some(node) = self.selected() else {
+            return Step::Continue;
+        };
+        let spec = if text.contains(':') {
+            match text.parse::<VariableSpec>() {
+                Ok(s) => s,
+                Err(e) => {
+                    self.error(e);
+                    return Step::Continue;
+                }
+            }
+        } else {
+            let function = self
+                .display
+                .tree
+                .node_frame(node)
+                .and_then(|f| f.code())
+                .and_then(|c| c.function.clone());
+            let Some(function) = function else {
+                self.error("the selected frame has no function name: type FUNCTION:NAME");
+                return Step::Continue;
+            };
+            VariableSpec {
+                function,
+                variable: text.to_string(),
+            }
+        };
+        let ranks: Vec<u32> = self.display.tree.node(node).tasks.iter().collect();
+        if self.source.live() {
+            return self.start(Work::Variables(ranks, spec));
+        }
+        let saved: Vec<VariableReads> = self
+            .result
+            .meta
+            .variables
+            .iter()
+            .filter(|v| v.function == spec.function && v.variable == spec.variable)
+            .cloned()
+            .collect();
+        if saved.is_empty() {
+            self.error(format!(
+                "{spec} was not read in this saved result: attach to the job (strata attach -i) to read it live"
+            ));
+        } else {
+            self.variables_dialog(&spec, &saved, "saved");
+        }
+        Step::Continue
+    }
+
+    fn variables_dialog(&mut self, spec: &VariableSpec, reads: &[VariableReads], how: &str) {
+        let text = crate::progress::values::text(reads, 200);
+        self.dialog = Some(Dialog::text(
+            format!("{spec} ({how})"),
+            text.lines().skip(1).map(String::from).collect(),
+        ));
+    }
+
     /// `P`: the whole progress report (classes, evidence, source notes) in a dialog.
     fn progress_dialog(&mut self) {
         if self.progress.is_none() {
@@ -756,8 +826,8 @@ impl App {
         if !self.require_live() {
             return Step::Continue;
         }
-        self.busy = Some(match work {
-            Work::Sample {
+        self.busy = Some(match &work {
+            &Work::Sample {
                 samples,
                 threads,
                 merge,
@@ -768,6 +838,7 @@ impl App {
                 if threads { ", every thread" } else { "" }
             ),
             Work::Stacks(rank) => format!("reading the stacks of rank {rank}…"),
+            Work::Variables(ranks, spec) => format!("reading {spec} in {} rank(s)…", ranks.len()),
             Work::Detach => "detaching…".to_string(),
         });
         self.pending = Some(work);
@@ -821,6 +892,15 @@ impl App {
                 }
                 Err(e) => self.error(format!("stacks of rank {rank}: {e}")),
             },
+            Work::Variables(ranks, spec) => {
+                match self
+                    .source
+                    .read_variables(&ranks, std::slice::from_ref(&spec))
+                {
+                    Ok(reads) => self.variables_dialog(&spec, &reads, "live"),
+                    Err(e) => self.error(format!("reading {spec}: {e}")),
+                }
+            }
             Work::Detach => match self.source.detach() {
                 Ok(()) => self.info("detached: showing the last result"),
                 Err(e) => self.error(format!("detach failed: {e}")),

@@ -60,6 +60,7 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
         &[
             k("i", "the node's ranks: host, pid, state, error"),
             k("K", "full stacks of the node's lowest rank"),
+            k("v", "a variable of the node's function in its ranks"),
             k("o", "source lines around the node's frame"),
             k("G", "debugger command for the node's class (Enter runs it)"),
         ],

@@ -5,6 +5,7 @@
 //! `strata attach -i` implements the trait over its session. Calls block: the UI says what
 //! it is waiting for before it calls, and no two calls are ever in flight.
 
+use crate::progress::values::{VariableReads, VariableSpec};
 use crate::render::frame_text;
 use crate::result::StrataResult;
 use strata_filters::{Frame, NodeId, PrefixTree, RankSet};
@@ -19,6 +20,13 @@ pub trait Source {
     fn stacks(&mut self, ranks: &[u32]) -> Result<String, String>;
     /// Detaches from the job; afterwards `live()` is false and the UI keeps the last result.
     fn detach(&mut self) -> Result<(), String>;
+    /// Reads `variables` in these ranks' live processes (each rank stopped once), merged
+    /// into value classes.
+    fn read_variables(
+        &mut self,
+        ranks: &[u32],
+        variables: &[VariableSpec],
+    ) -> Result<Vec<VariableReads>, String>;
     /// One or two words for the status line.
     fn state(&self) -> &'static str {
         if self.live() {
@@ -48,6 +56,13 @@ impl Source for Saved {
         Err(NOT_LIVE.to_string())
     }
     fn detach(&mut self) -> Result<(), String> {
+        Err(NOT_LIVE.to_string())
+    }
+    fn read_variables(
+        &mut self,
+        _ranks: &[u32],
+        _variables: &[VariableSpec],
+    ) -> Result<Vec<VariableReads>, String> {
         Err(NOT_LIVE.to_string())
     }
 }

@@ -21,6 +21,8 @@ use std::rc::Rc;
 use strata_filters::synth::{SynthJob, SynthParams};
 use strata_filters::{CodeFrame, Frame, Granularity, PrefixTree, RankSet};
 
+use crate::progress::values::{ReadClass, Reading, VariableReads, VariableSpec};
+
 // ----- helpers -----
 
 /// Keys as a user types them: characters, and names in angle brackets (`<Down>`, `<Tab>`,
@@ -151,6 +153,24 @@ impl Source for Scripted {
         self.log.borrow_mut().push("detach".into());
         self.live = false;
         Ok(())
+    }
+    fn read_variables(
+        &mut self,
+        ranks: &[u32],
+        variables: &[VariableSpec],
+    ) -> Result<Vec<VariableReads>, String> {
+        self.log
+            .borrow_mut()
+            .push(format!("variables {ranks:?} {}", variables[0]));
+        Ok(vec![VariableReads {
+            function: variables[0].function.clone(),
+            variable: variables[0].variable.clone(),
+            classes: vec![ReadClass {
+                reading: Reading::Integer(7),
+                ranks: "0-7".into(),
+                at: None,
+            }],
+        }])
     }
 }
 
@@ -849,4 +869,79 @@ fn the_user_guide_shows_the_screen_the_code_draws() {
         block, drawn,
         "docs/TUI.md's screen differs; the screen now:\n{drawn}"
     );
+}
+
+#[test]
+fn p_orders_by_progress_labels_frames_and_walks_to_the_least_progressed() {
+    let mut app = ring_app();
+    // Rank order first: the barrier branch (rank 0) is drawn before the sleeping rank's.
+    let before = visible(&app);
+    let pos = |rows: &[String], f: &str| rows.iter().position(|r| r.starts_with(f)).unwrap();
+    assert!(
+        pos(&before, "PMPI_Barrier") < pos(&before, "sleep"),
+        "{before:?}"
+    );
+    press(&mut app, "p");
+    // The example's sources are not on this machine: line numbers order main's calls,
+    // and the message says who is behind.
+    assert!(
+        message(&app).contains("Least progressed: T1 (1 rank [1])"),
+        "{}",
+        message(&app)
+    );
+    assert!(selected(&app).contains("@[T1]"), "{}", selected(&app));
+    let after = visible(&app);
+    assert!(
+        pos(&after, "sleep@[T1]") < pos(&after, "PMPI_Waitall@[T2]"),
+        "{after:?}"
+    );
+    assert!(
+        pos(&after, "PMPI_Waitall@[T2]") < pos(&after, "PMPI_Barrier@[T3]"),
+        "{after:?}"
+    );
+    press(&mut app, "P");
+    let d = app.dialog().expect("progress panel");
+    assert!(d.title.starts_with("progress order"), "{}", d.title);
+    assert!(
+        d.lines.iter().any(|l| l.contains("T1 before T2")),
+        "{:?}",
+        d.lines
+    );
+    press(&mut app, "<Esc>p");
+    assert!(!visible(&app).iter().any(|r| r.contains("@[T")));
+    // u undoes the toggle like any view change.
+    press(&mut app, "u");
+    assert!(visible(&app).iter().any(|r| r.contains("@[T")));
+}
+
+#[test]
+fn v_reads_a_variable_of_the_selected_function_in_its_ranks() {
+    let (mut app, log) = live_app(vec![]);
+    // The first rows are _start, __libc_start_main_impl, __libc_start_call_main, main.
+    press(&mut app, "jjj");
+    assert!(selected(&app).starts_with("main"), "{}", selected(&app));
+    press(&mut app, "vit<Enter>");
+    assert_eq!(
+        log.borrow().last().unwrap(),
+        "variables [0, 1, 2, 3, 4, 5, 6, 7] main:it"
+    );
+    let d = app.dialog().expect("values panel");
+    assert_eq!(d.title, "main:it (live)");
+    assert!(
+        d.lines.iter().any(|l| l.contains("7  8:[0-7]")),
+        "{:?}",
+        d.lines
+    );
+    // An explicit FUNCTION:NAME, and a bad one.
+    press(&mut app, "<Esc>vsolve:n<Enter>");
+    assert_eq!(
+        log.borrow().last().unwrap(),
+        "variables [0, 1, 2, 3, 4, 5, 6, 7] solve:n"
+    );
+    press(&mut app, "<Esc>v:n<Enter>");
+    assert!(is_error(&app), "{}", message(&app));
+    // A saved result holds no live processes.
+    let mut saved = ring_app();
+    press(&mut saved, "jjjvit<Enter>");
+    assert!(is_error(&saved) && message(&saved).contains("was not read in this saved result"));
 }
