@@ -49,6 +49,10 @@ const SLURM_RETRY: Duration = Duration::from_secs(3);
 /// Longest a hold lasts even if no release comes (the front end died, say).
 const MAX_HOLD: Duration = Duration::from_secs(600);
 
+/// A held rank whose variables are read stays held at least this long after the read
+/// starts, even if its hold was about to end: the values must be those of its capture.
+const HELD_READ: Duration = Duration::from_secs(10);
+
 /// Runs the daemon until shut down or orphaned.
 pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
     if place.parents.is_empty() || place.index >= place.daemons {
@@ -794,10 +798,14 @@ impl HoldSession {
                             let _ = reply.send(r);
                         }
                         HoldRequest::Capture { rank, reply } => {
+                            // Only while the hold lasts, and long enough for the read: a
+                            // task its deadline let go runs, and its memory no longer
+                            // matches the capture (the caller stops it afresh instead).
                             let capture = held
                                 .iter()
                                 .find(|(r, _)| *r == rank)
                                 .and_then(|(_, h)| h.as_ref())
+                                .filter(|h| h.keep(HELD_READ))
                                 .map(|h| h.capture().clone());
                             let _ = reply.send(capture);
                         }

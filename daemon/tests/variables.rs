@@ -442,3 +442,41 @@ fn a_rank_that_exited_says_so() {
     assert_eq!(reads[0].values.as_ref().unwrap_err(), "rank exited");
     assert_eq!(reads[0].stopped_for, None);
 }
+
+/// A held rank is read only while its hold lasts, and `keep` makes the hold outlast the
+/// read: a read from a capture whose task runs again could mix a stale stack with live
+/// memory.
+#[test]
+fn a_hold_is_kept_for_a_read_only_while_it_lasts() {
+    use std::time::Duration;
+    let target = stopped_at(&o0(), 1);
+    let pid = target.pid();
+    let capturer = Capturer::new(1);
+    let options = CaptureOptions::default();
+
+    let held = capturer
+        .capture_and_hold(pid, &options, Duration::from_millis(200))
+        .expect("hold");
+    assert!(held.keep(Duration::from_secs(30)), "held now");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        thread_state(pid, pid),
+        Some('t'),
+        "kept past its first deadline"
+    );
+    held.release().expect("still held when released");
+    assert_free(pid);
+
+    let held = capturer
+        .capture_and_hold(pid, &options, Duration::from_millis(50))
+        .expect("hold");
+    target::wait_for(Duration::from_secs(10), || {
+        thread_state(pid, pid) != Some('t')
+    });
+    assert!(
+        !held.keep(Duration::from_secs(30)),
+        "its deadline let it go"
+    );
+    assert!(held.release().is_err());
+    assert_free(pid);
+}
