@@ -813,3 +813,86 @@ fn discovery_refuses_another_users_process_by_uid() {
     assert_eq!(tasks.len(), 1);
     assert_free(target.pid());
 }
+
+// ----- 7. The real daemon reads variables ---------------------------------------------------
+
+/// `ReadVariables` through a real daemon: the loop counter and a global of a rank stopped
+/// at a known iteration (`loop_vars STOP`), a missing frame's one-line error; the rank
+/// running and untraced after the read, then read again through a hold, which keeps it
+/// stopped until the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_daemon_reads_variables_alone_and_through_a_hold() {
+    use strata_proto::overlay::{ReadVariables, VariableRequest, VariablesReply};
+
+    let exe = target::compile("loop_vars.c", "loop_vars", &["-O0", "-g"]);
+    let stop = 6;
+    let target = Target::start(&exe, &[&stop.to_string()]);
+    target.wait_all_sleeping(1);
+    let pid = target.pid();
+    let k = key();
+    let mut parent = Parent::start(&k, Role::Daemon, 0..1).await;
+    let _daemon = Daemon::start(parent.addr(), &k);
+    parent.wait_joined(1).await;
+    let uid = nix::unistd::getuid().as_raw();
+    let reply = SetupReply::decode(only(parent.round(1, setup(uid, pid)).await).as_slice())
+        .expect("a SetupReply");
+    assert_eq!(reply.daemons[0].tasks.len(), 1, "{reply:?}");
+
+    let request = |function: &str, variable: &str| VariableRequest {
+        function: function.into(),
+        variable: variable.into(),
+    };
+    let read = |ranks: Vec<u32>| {
+        Action::ReadVariables(ReadVariables {
+            ranks,
+            requests: vec![
+                request("solve", "it"),
+                request("solve", "phase"),
+                request("get_norm", "it"),
+            ],
+        })
+    };
+    let check = |r: &VariablesReply| {
+        assert_eq!(r.ranks.len(), 1, "{r:?}");
+        let rank = &r.ranks[0];
+        assert_eq!((rank.rank, &rank.error), (0, &None), "{r:?}");
+        assert_eq!(rank.values.len(), 3, "{r:?}");
+        assert_eq!(rank.values[0].integer, Some(stop), "{r:?}");
+        assert_eq!(rank.values[0].function.as_deref(), Some("solve"), "{r:?}");
+        assert_eq!(rank.values[1].integer, Some(stop % 4), "{r:?}");
+        let missing = rank.values[2].error.as_deref().unwrap_or("");
+        assert!(missing.starts_with("no frame of get_norm"), "{r:?}");
+    };
+
+    // Every rank (none named): stopped for the read and let go.
+    let r = VariablesReply::decode(only(parent.round(2, read(vec![])).await).as_slice()).unwrap();
+    check(&r);
+    assert_free(pid);
+    // A rank this daemon does not have: no entry.
+    let r = VariablesReply::decode(only(parent.round(3, read(vec![7])).await).as_slice()).unwrap();
+    assert!(r.ranks.is_empty(), "{r:?}");
+
+    // Held: read at the held moment, and still held after the read.
+    let held = HoldReply::decode(
+        only(parent.round(4, Action::Hold(Hold { ranks: vec![0] })).await).as_slice(),
+    )
+    .unwrap();
+    assert_eq!(held.ranks[0].error, None, "{held:?}");
+    let r = VariablesReply::decode(only(parent.round(5, read(vec![0])).await).as_slice()).unwrap();
+    check(&r);
+    let state = thread_state(pid, pid);
+    assert!(
+        matches!(state, Some('t' | 'T')),
+        "not held after the read: {state:?}"
+    );
+    let released =
+        HoldReply::decode(only(parent.round(6, Action::Release(Release {})).await).as_slice())
+            .unwrap();
+    assert_eq!(released.ranks[0].error, None, "{released:?}");
+    assert_free(pid);
+
+    let done = Done::decode(only(parent.round(7, Action::Shutdown(Shutdown {})).await).as_slice())
+        .unwrap();
+    assert_eq!(done.daemons, 1);
+    assert_free(pid);
+}

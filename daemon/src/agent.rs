@@ -1,7 +1,7 @@
 //! The daemon role (`strata daemon`): a leaf of the tree network. It links to its parent,
 //! finds its share of the job's tasks, samples them on command and sends its local prefix
 //! trees up (task indices local to this daemon), answers for full stacks, holds tasks and
-//! reads their memory.
+//! reads their memory and their program variables.
 //!
 //! The ptrace work runs on blocking threads; the link keeps being read meanwhile, so a
 //! detach or shutdown stops sampling between two samples, and a lost parent (closed or
@@ -23,13 +23,14 @@ use strata_proto::overlay::{
 };
 use tokio::sync::mpsc;
 
-use crate::capture::{CaptureOptions, Capturer};
+use crate::capture::{CaptureOptions, Capturer, TaskCapture};
 use crate::discovery::{self, DiscoveryError, Selector, Task};
 use crate::memory::MemoryReader;
 use crate::procfs::Pid;
 use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
 use crate::stack_text::render_process;
 use crate::symbols::{SymbolOptions, Symbolizer};
+use crate::variables;
 
 /// Where a daemon sits in the tree.
 #[derive(Clone, Debug)]
@@ -47,6 +48,10 @@ const SLURM_RETRY: Duration = Duration::from_secs(3);
 
 /// Longest a hold lasts even if no release comes (the front end died, say).
 const MAX_HOLD: Duration = Duration::from_secs(600);
+
+/// A held rank whose variables are read stays held at least this long after the read
+/// starts, even if its hold was about to end: the values must be those of its capture.
+const HELD_READ: Duration = Duration::from_secs(10);
 
 /// Runs the daemon until shut down or orphaned.
 pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
@@ -392,20 +397,88 @@ impl State {
         }
     }
 
-    /// Reads variables in the ranks' main-thread frames (each rank stopped once).
+    /// Reads variables in the main thread of the asked ranks this daemon has (all when none
+    /// are named). A rank is stopped once for all its reads and let go at once; a rank that
+    /// a `Hold` holds is read from the hold's capture, at the held moment, and stays held.
+    /// The work runs on a blocking thread with the sampler's caches (parsed binaries,
+    /// DWARF, variable plans), which it borrows like a sample does.
     async fn read_variables(&mut self, r: pb::ReadVariables) -> pb::VariablesReply {
-        // TODO(issue 11, in progress): the reader; until then every rank says so.
-        pb::VariablesReply {
-            ranks: self
-                .tasks
+        let wanted: Vec<Task> = self
+            .tasks
+            .iter()
+            .filter(|t| r.ranks.is_empty() || r.ranks.contains(&t.rank))
+            .cloned()
+            .collect();
+        let failed = |tasks: &[Task], e: &str| pb::VariablesReply {
+            ranks: tasks
                 .iter()
-                .filter(|t| r.ranks.is_empty() || r.ranks.contains(&t.rank))
                 .map(|t| pb::RankVariables {
                     rank: t.rank,
                     values: Vec::new(),
-                    error: Some("reading variables is not built yet".into()),
+                    error: Some(e.to_string()),
                 })
                 .collect(),
+        };
+        if wanted.is_empty() {
+            return pb::VariablesReply::default();
+        }
+        let mut held = Vec::with_capacity(wanted.len());
+        for t in &wanted {
+            held.push(match &self.hold {
+                Some(h) => h.capture(t.rank).await,
+                None => None,
+            });
+        }
+        let Some(mut sampler) = self.sampler.take() else {
+            return failed(&wanted, "daemon error: the sampler is busy");
+        };
+        let capturer = self.capturer.clone();
+        let tasks = wanted.clone();
+        let requests = r.requests;
+        let joined = tokio::task::spawn_blocking(move || {
+            let reads: Vec<Result<Vec<pb::VariableValue>, String>> = tasks
+                .iter()
+                .zip(held)
+                .map(|(task, held)| match held {
+                    Some(capture) => variables::read_captured(&mut sampler, &capture, &requests),
+                    None => {
+                        variables::read_variables(&capturer, &mut sampler, &[task.pid], &requests)
+                            .pop()
+                            .map_or_else(|| Err("daemon error: no read".to_string()), |r| r.values)
+                    }
+                })
+                .collect();
+            (sampler, reads)
+        })
+        .await;
+        match joined {
+            Ok((sampler, reads)) => {
+                self.sampler = Some(sampler);
+                pb::VariablesReply {
+                    ranks: wanted
+                        .iter()
+                        .zip(reads)
+                        .map(|(t, read)| match read {
+                            Ok(values) => pb::RankVariables {
+                                rank: t.rank,
+                                values,
+                                error: None,
+                            },
+                            Err(e) => pb::RankVariables {
+                                rank: t.rank,
+                                values: Vec::new(),
+                                error: Some(e),
+                            },
+                        })
+                        .collect(),
+                }
+            }
+            Err(e) => {
+                // A panic is a bug: every rank says so, and the daemon goes on with fresh
+                // caches (the targets were let go by the capture threads).
+                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                failed(&wanted, &format!("daemon error: {e}"))
+            }
         }
     }
 
@@ -665,6 +738,12 @@ enum HoldRequest {
         length: u32,
         reply: tokio::sync::oneshot::Sender<Result<Vec<u8>, String>>,
     },
+    /// The capture of a held rank (registers and stacks of the held moment), `None` when
+    /// that rank is not held.
+    Capture {
+        rank: u32,
+        reply: tokio::sync::oneshot::Sender<Option<TaskCapture>>,
+    },
     Release {
         reply: tokio::sync::oneshot::Sender<Vec<RankText>>,
     },
@@ -718,6 +797,18 @@ impl HoldSession {
                             };
                             let _ = reply.send(r);
                         }
+                        HoldRequest::Capture { rank, reply } => {
+                            // Only while the hold lasts, and long enough for the read: a
+                            // task its deadline let go runs, and its memory no longer
+                            // matches the capture (the caller stops it afresh instead).
+                            let capture = held
+                                .iter()
+                                .find(|(r, _)| *r == rank)
+                                .and_then(|(_, h)| h.as_ref())
+                                .filter(|h| h.keep(HELD_READ))
+                                .map(|h| h.capture().clone());
+                            let _ = reply.send(capture);
+                        }
                         HoldRequest::Release { reply } => {
                             let released = held
                                 .drain(..)
@@ -758,6 +849,14 @@ impl HoldSession {
             })
             .map_err(|_| "the hold has ended".to_string())?;
         rx.await.map_err(|_| "the hold has ended".to_string())?
+    }
+
+    async fn capture(&self, rank: u32) -> Option<TaskCapture> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.requests
+            .send(HoldRequest::Capture { rank, reply })
+            .ok()?;
+        rx.await.ok().flatten()
     }
 
     async fn release(mut self) -> Vec<RankText> {

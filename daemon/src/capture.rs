@@ -279,6 +279,11 @@ enum Command {
         pid: Pid,
         reply: mpsc::Sender<bool>,
     },
+    Keep {
+        pid: Pid,
+        until: Instant,
+        reply: mpsc::Sender<bool>,
+    },
 }
 
 /// The pool of capture threads. Dropping it releases every held task and ends the threads
@@ -441,6 +446,14 @@ impl Capturer {
         }
         rx.recv().unwrap_or(false)
     }
+
+    fn keep(&self, pid: Pid, until: Instant) -> bool {
+        let (reply, rx) = mpsc::channel();
+        if self.send(pid, Command::Keep { pid, until, reply }).is_err() {
+            return false;
+        }
+        rx.recv().unwrap_or(false)
+    }
 }
 
 impl Drop for Capturer {
@@ -473,6 +486,14 @@ impl Held<'_> {
     /// The held task's memory. Reads after the hold deadline see a running task.
     pub fn memory(&self) -> ProcessMemory {
         ProcessMemory::new(self.capture.pid)
+    }
+
+    /// Whether the task is still held (its deadline has not passed); if so, it stays held
+    /// for at least `at_least` more, so that a reader that checks first can then read
+    /// memory consistent with the capture.
+    pub fn keep(&self, at_least: Duration) -> bool {
+        self.capturer
+            .keep(self.capture.pid, Instant::now() + at_least)
     }
 
     /// Lets the task run again. `Err(NotHeld)` when the deadline had already released it.
@@ -547,6 +568,16 @@ impl WorkerState {
                 Some(Command::Release { pid, reply }) => {
                     let was = self.release(pid);
                     let _ = reply.send(was);
+                }
+                Some(Command::Keep { pid, until, reply }) => {
+                    let held = match self.held.get_mut(&pid) {
+                        Some(h) => {
+                            h.deadline = h.deadline.max(until);
+                            true
+                        }
+                        None => false,
+                    };
+                    let _ = reply.send(held);
                 }
                 None => {}
             }

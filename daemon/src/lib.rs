@@ -9,7 +9,8 @@
 //! `memory` (reading a target), `images` (its binaries), `unwind` (pure x86-64 CFI
 //! unwinder), `stacks` (capture + unwind), `symbols` (source frames, demangled, from
 //! embedded or separate debug info), `sampler` (samples into local prefix trees),
-//! `stack_text` (a process's stacks as text) and `agent` (the daemon's end of the tree
+//! `stack_text` (a process's stacks as text), `variables` (a program variable's value in
+//! a frame, from DWARF) and `agent` (the daemon's end of the tree
 //! network: commands in, trees and rank maps out).
 
 pub mod agent;
@@ -23,3 +24,4 @@ pub mod stack_text;
 pub mod stacks;
 pub mod symbols;
 pub mod unwind;
+pub mod variables;

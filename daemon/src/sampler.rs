@@ -155,6 +155,8 @@ pub struct Sampler {
     /// mappings stay the same, because loading one opens and stats every mapped file
     /// (measured: 83 opens a task a sample, most of the sampler's system time).
     spaces: HashMap<Pid, (Vec<Mapping>, Arc<AddressSpace>)>,
+    /// What variable reads learned from DWARF, per image, address and variable.
+    variables: crate::variables::VariableCache,
 }
 
 impl Sampler {
@@ -164,7 +166,18 @@ impl Sampler {
             symbols,
             frames: HashMap::new(),
             spaces: HashMap::new(),
+            variables: crate::variables::VariableCache::default(),
         }
+    }
+
+    /// The symbolizer (variable reads use its DWARF).
+    pub fn symbolizer(&self) -> &Symbolizer {
+        &self.symbols
+    }
+
+    /// The variable reader's cache (see [`crate::variables`]).
+    pub fn variable_cache(&self) -> &crate::variables::VariableCache {
+        &self.variables
     }
 
     /// Samples `tasks` (in rank order). `stop` is polled between samples (Ctrl-C); the
@@ -447,19 +460,25 @@ impl Sampler {
 
     /// The task's address space, loaded again only when its mappings changed.
     fn space_for(&mut self, capture: &TaskCapture, live: &ProcessMemory) -> Arc<AddressSpace> {
-        if let Some((maps, space)) = self.spaces.get(&capture.pid)
-            && *maps == capture.maps
+        self.address_space(capture.pid, &capture.maps, live)
+    }
+
+    /// `pid`'s address space with these mappings (read from `/proc/PID/maps`, or a
+    /// capture's), reusing the one loaded last time when the mappings did not change;
+    /// `live` reads the vdso.
+    pub fn address_space(
+        &mut self,
+        pid: Pid,
+        maps: &[Mapping],
+        live: &dyn crate::memory::MemoryReader,
+    ) -> Arc<AddressSpace> {
+        if let Some((known, space)) = self.spaces.get(&pid)
+            && known == maps
         {
             return space.clone();
         }
-        let space = Arc::new(AddressSpace::load(
-            capture.pid,
-            &capture.maps,
-            live,
-            &self.images,
-        ));
-        self.spaces
-            .insert(capture.pid, (capture.maps.clone(), space.clone()));
+        let space = Arc::new(AddressSpace::load(pid, maps, live, &self.images));
+        self.spaces.insert(pid, (maps.to_vec(), space.clone()));
         space
     }
 

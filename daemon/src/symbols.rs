@@ -95,6 +95,9 @@ pub enum DebugSource {
 
 type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
+/// The reader of the DWARF sections the symbolizer keeps (for [`Symbolizer::with_dwarf`]).
+pub type DwarfReader = Reader;
+
 /// A symbolized address, shared by every frame at it.
 type Frames = Arc<[SourceFrame]>;
 
@@ -108,6 +111,28 @@ struct DebugInfo {
     debug_symbols: Option<Image>,
     /// Debug files that were found and refused, and why.
     notes: Vec<String>,
+    /// `.debug_loc` and `.debug_loclists`, read on the first variable read only (see
+    /// `parse_debug_object`, which leaves them out).
+    locations: OnceLock<gimli::LocationLists<Reader>>,
+}
+
+/// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
+/// context's lock is held meanwhile).
+#[derive(Clone, Copy)]
+pub struct DwarfView<'a> {
+    /// The image's small id in this symbolizer (a cache key, as for symbolized addresses).
+    pub image: u32,
+    pub context: &'a addr2line::Context<Reader>,
+    /// The location lists, which the context's `Dwarf` does not carry.
+    pub locations: &'a gimli::LocationLists<Reader>,
+}
+
+impl fmt::Debug for DwarfView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DwarfView")
+            .field("image", &self.image)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One binary known to the symbolizer.
@@ -203,6 +228,36 @@ impl Symbolizer {
             }
             None => Vec::new(),
         }
+    }
+
+    /// The small id this symbolizer gives `mapped`'s image (a cache key for what is
+    /// computed from its debug information), without loading anything.
+    pub fn image_id(&self, mapped: &MappedImage) -> Option<u32> {
+        mapped.image().map(|image| self.entry(image).id)
+    }
+
+    /// Runs `f` on the DWARF of `mapped`'s image (loaded once, shared with symbolization:
+    /// variables are read from the same context), holding that image's lock; `None` when
+    /// the image has no DWARF. The location lists are read from the debug file on the
+    /// first call for an image.
+    pub fn with_dwarf<T>(
+        &self,
+        mapped: &MappedImage,
+        f: impl FnOnce(DwarfView<'_>) -> T,
+    ) -> Option<T> {
+        let image = mapped.image()?;
+        let entry = self.entry(image);
+        let debug = self.debug(&entry, image, &mapped.path);
+        let context = debug.context.as_ref()?;
+        let locations = debug
+            .locations
+            .get_or_init(|| load_locations(&debug.source, image));
+        let context = context.lock().unwrap_or_else(|e| e.into_inner());
+        Some(f(DwarfView {
+            image: entry.id,
+            context: &context,
+            locations,
+        }))
     }
 
     /// How many binaries' debug information has been loaded (each once).
@@ -387,6 +442,38 @@ fn fortran_module_procedure(name: &str) -> Option<String> {
     (ident(module) && ident(procedure)).then(|| format!("{module}::{procedure}"))
 }
 
+/// The location lists of an image's debug information, read again from where its DWARF
+/// came from (the image's bytes, or the separate debug file). Empty when they cannot be
+/// read: a variable with a location list then reports that its list is unreadable.
+fn load_locations(source: &DebugSource, image: &Image) -> gimli::LocationLists<Reader> {
+    let file_data;
+    let data = match source {
+        DebugSource::Embedded => image.data(),
+        DebugSource::BuildIdFile(path) | DebugSource::DebugLink(path) => {
+            file_data = std::fs::read(path).unwrap_or_default();
+            &file_data[..]
+        }
+        DebugSource::SymbolsOnly | DebugSource::Nothing => &[],
+    };
+    let file = object::File::parse(data).ok();
+    let endian = match &file {
+        Some(f) if !f.is_little_endian() => gimli::RunTimeEndian::Big,
+        _ => gimli::RunTimeEndian::Little,
+    };
+    let section = |name: &str| -> Reader {
+        let bytes: Arc<[u8]> = file
+            .as_ref()
+            .and_then(|f| f.section_by_name(name))
+            .and_then(|s| s.uncompressed_data().ok())
+            .map_or_else(|| Arc::from(&[][..]), |d| Arc::from(&*d));
+        gimli::EndianReader::new(bytes, endian)
+    };
+    gimli::LocationLists::new(
+        section(".debug_loc").into(),
+        section(".debug_loclists").into(),
+    )
+}
+
 /// A parsed debug object: its DWARF sections, copied out of the file so that gimli's
 /// readers own them (`Arc`), decompressed where needed.
 struct DebugObject {
@@ -478,6 +565,7 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
         context: None,
         debug_symbols: None,
         notes,
+        locations: OnceLock::new(),
     };
     let Ok(file) = object::File::parse(image.data()) else {
         return symbols_only(notes);
@@ -612,6 +700,7 @@ fn finish(
             context: Some(Mutex::new(context)),
             debug_symbols,
             notes,
+            locations: OnceLock::new(),
         },
         Err(e) => {
             notes.push(format!("DWARF unusable: {e}"));
@@ -620,6 +709,7 @@ fn finish(
                 context: None,
                 debug_symbols,
                 notes,
+                locations: OnceLock::new(),
             }
         }
     }
