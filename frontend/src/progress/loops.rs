@@ -37,6 +37,9 @@ pub struct LoopCounter {
     /// The variable was not read at all (a saved result without it, or `--progress` on a
     /// result taken without reading).
     pub not_read: bool,
+    /// The most ranks at one frame inside the loop: with fewer than two, nothing can be
+    /// ordered by its count.
+    pub ranks_inside: u64,
 }
 
 impl LoopCounter {
@@ -107,6 +110,7 @@ impl Loops {
         &mut self,
         point: &ProgramPoint,
         function: &str,
+        ranks: u64,
         mut lov: impl FnMut(&str, u32) -> Result<Option<Candidate>, String>,
     ) {
         for (line, kind) in loops_of(point) {
@@ -114,7 +118,8 @@ impl Loops {
                 file: point.file.clone(),
                 line,
             };
-            if self.counters.contains_key(&key) {
+            if let Some(c) = self.counters.get_mut(&key) {
+                c.ranks_inside = c.ranks_inside.max(ranks);
                 continue;
             }
             let chosen = match lov(&point.file, line) {
@@ -132,6 +137,7 @@ impl Loops {
                     values: BTreeMap::new(),
                     unread: Vec::new(),
                     not_read: true,
+                    ranks_inside: ranks,
                 },
             );
         }

@@ -329,8 +329,9 @@ fn collect_loops(
             .and_then(Frame::code)
             .and_then(|c| c.function.clone())
             .unwrap_or_default();
+        let ranks = tree.node(id).tasks.len();
         let sources = &mut *points.sources;
-        loops.add(&point, &function, |file, line| {
+        loops.add(&point, &function, ranks, |file, line| {
             sources
                 .loop_variables(file, line)
                 .map(|v| v.best().cloned())
@@ -477,7 +478,10 @@ pub fn analyze(result: &StrataResult, sources: &mut SourceIndex) -> ProgressOrde
     }
     let mut notes = points.notes;
     for c in loops.counters.values() {
-        notes.extend(c.missing());
+        // A loop only one rank is in cannot order anything.
+        if c.ranks_inside > 1 {
+            notes.extend(c.missing());
+        }
         notes.extend(c.unread.iter().cloned());
     }
     ProgressOrder {
@@ -501,7 +505,9 @@ fn iteration_branch(
     loops: &Loops,
 ) -> Option<BranchPoint> {
     let frame = tree.node_frame(id).cloned();
-    let point = points.of(frame.as_ref()).ok()?;
+    // Only frames already placed while collecting the loops: a frame whose source is
+    // missing has no loops to split by, and looking again would note it missing.
+    let point = points.placed(frame.as_ref())?;
     if loops_of(&point).is_empty() {
         return None;
     }
@@ -630,6 +636,13 @@ struct Points<'a> {
 }
 
 impl Points<'_> {
+    /// The point of `frame` if it was already placed (no new lookup, no note).
+    fn placed(&self, frame: Option<&Frame>) -> Option<ProgramPoint> {
+        let code = frame?.code()?;
+        let key = (code.file.clone()?, code.line?);
+        self.cache.get(&key)?.as_ref().ok().cloned()
+    }
+
     fn of(&mut self, frame: Option<&Frame>) -> Result<ProgramPoint, String> {
         let Some(frame) = frame else {
             return Err("no frame".into());
