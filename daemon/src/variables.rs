@@ -1163,6 +1163,12 @@ fn x87_to_f64(bytes: &[u8]) -> f64 {
 /// The scalar type `die` is, through typedefs and qualifiers; an error naming it when it
 /// is something else (a struct, an array).
 fn scalar_type(unit: Unit<'_>, die: Offset) -> Result<Scalar, Unreadable> {
+    scalar_type_in(unit, die, true)
+}
+
+/// [`scalar_type`]; `enums` false for an enum's underlying type (which bad DWARF could make
+/// the enum itself: no endless recursion).
+fn scalar_type_in(unit: Unit<'_>, die: Offset, enums: bool) -> Result<Scalar, Unreadable> {
     let mut at = die;
     for _ in 0..MAX_CHAIN {
         let e = unit.entry(at).map_err(bad_dwarf)?;
@@ -1180,7 +1186,9 @@ fn scalar_type(unit: Unit<'_>, die: Offset) -> Result<Scalar, Unreadable> {
                 _ => return Err(error("type void is not a scalar")),
             },
             constants::DW_TAG_base_type => return base_scalar(unit, &e, size),
-            constants::DW_TAG_enumeration_type => return enum_scalar(unit, at, &e, size),
+            constants::DW_TAG_enumeration_type if enums => {
+                return enum_scalar(unit, at, &e, size);
+            }
             constants::DW_TAG_pointer_type
             | constants::DW_TAG_reference_type
             | constants::DW_TAG_rvalue_reference_type => {
@@ -1284,7 +1292,7 @@ fn enum_scalar(
     // The underlying type says whether it is signed; without one (older DWARF), a
     // negative enumerator does.
     let underlying = match e.attr_value(constants::DW_AT_type) {
-        Some(AttributeValue::UnitRef(t)) => scalar_type(unit, t).ok(),
+        Some(AttributeValue::UnitRef(t)) => scalar_type_in(unit, t, false).ok(),
         _ => None,
     };
     let (size, signed) = match underlying {
@@ -1368,7 +1376,11 @@ impl FrameState<'_> {
                     if p.location.is_empty() {
                         return Err(optimized("partly optimized out at this pc"));
                     }
-                    out.extend(self.piece_bytes(&p.location, (bits / 8) as usize)?);
+                    let len = usize::try_from(bits / 8)
+                        .ok()
+                        .filter(|&len| out.len() + len <= size)
+                        .ok_or_else(|| error("the pieces are larger than the type (bad DWARF?)"))?;
+                    out.extend(self.piece_bytes(&p.location, len)?);
                 }
                 sized(out, size)
             }
@@ -1861,6 +1873,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("cannot read"), "{e:?}");
+        // A piece of 4 GiB: refused before anything is allocated for it.
+        let e = eval(
+            &plan(
+                int.clone(),
+                &[0x56, 0x93, 0xff, 0xff, 0xff, 0xff, 0x0f],
+                None,
+            ),
+            FrameKind::Call,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("larger than the type"), "{e:?}");
         // Garbage bytecode and truncated operands are errors.
         for garbage in [
             &[0xff][..],
