@@ -4,36 +4,44 @@
 //! runtime value of the loop counter in every rank.
 //!
 //! How one rank is read:
-//! 1. Before anything is stopped, the rank's address space and its executable's DWARF are
-//!    loaded (both cached per daemon; after a sample they are already there), so that the
-//!    stop pays for none of it.
+//! 1. Before anything is stopped, the rank's address space and the DWARF of its images are
+//!    loaded (cached per daemon; after a sample they are already there), so that the stop
+//!    pays for none of it.
 //! 2. The capture machinery stops the rank and keeps it stopped
 //!    ([`Capturer::capture_and_hold`]) while its main thread is unwound and every request
-//!    is evaluated, then lets it go at once. The hold's deadline and the [`Held`] handle let
-//!    the rank go whatever happens here; a rank is stopped only for its own reads. A rank
-//!    that a `Hold` command already holds is read from that hold's capture instead
-//!    ([`read_captured`]): the value is then the one of the held moment.
+//!    is evaluated, then lets it go at once. The hold's deadline and the
+//!    [`Held`](crate::capture::Held) handle let the rank go whatever happens here; a rank
+//!    is stopped only for its own reads. A rank that a `Hold` command already holds is
+//!    read from that hold's capture instead ([`read_captured`]): the value is then the one
+//!    of the held moment.
 //! 3. Per request: the innermost frame whose function matches ([`function_matches`];
-//!    inlined calls are frames of their own), the variable's *plan* at that frame's
-//!    address (below), its location evaluated with that frame's registers and CFA and the
-//!    stopped process's memory, and the bytes decoded by the variable's type.
+//!    inlined calls are frames of their own; a Fortran external's `solve_` answers to
+//!    `solve` when nothing matches exactly), the variable's *plan* at that frame's address
+//!    (below), its location evaluated with that frame's registers and CFA and the stopped
+//!    process's memory, and the bytes decoded by the variable's type (a C++ reference by
+//!    the value it refers to).
 //!
 //! A plan is what DWARF says about one variable at one address: which DIE it is (locals
 //! and parameters of the scopes holding the address, innermost first, then the unit's
-//! globals and statics), its location expression there (an exprloc, or the entry of a
-//! DWARF 4 `.debug_loc` / DWARF 5 `.debug_loclists` list covering the address), the
-//! function's frame base expression, and its scalar type. It does not depend on the process
-//! (the load bias is applied during evaluation), so every rank of one binary stopped at
-//! one address shares it: [`VariableCache`] keeps plans per (image, address, inline depth,
-//! variable). The DWARF is the symbolizer's, already loaded and with its units parsed
-//! once ([`Symbolizer::with_dwarf`]).
+//! globals and statics, by bare name or qualified by C++ namespaces and Fortran modules; a
+//! bare name that two namespaces define is refused as ambiguous, not guessed), its
+//! location expression there (an exprloc, or the entry of a DWARF 4 `.debug_loc` / DWARF 5
+//! `.debug_loclists` list covering the address), the function's frame base expression,
+//! and its scalar type. It does not depend on the process (the load bias is applied during
+//! evaluation), so every rank of one binary stopped at one address shares it:
+//! [`VariableCache`] keeps plans per (image, address, inline depth, variable). The DWARF is
+//! the symbolizer's, already loaded, its units parsed once
+//! ([`Symbolizer::with_dwarf`](crate::symbols::Symbolizer::with_dwarf)).
 //!
 //! Never a wrong value: what cannot be evaluated exactly is an error, or `optimized_out`
 //! where the value is gone (no location at this address, an empty location, a register the
-//! callee did not save: gdb's `<optimized out>`, an entry value). Not supported yet, each
+//! callee did not save: gdb's `<optimized out>`, an entry value). A value is as right as
+//! the compiler's DWARF: gfortran -O2 was seen to place a loop counter in a stack slot
+//! whose stores it had removed (gdb shows the same stale value). Not supported yet, each
 //! reported as such: thread-local variables, `DW_OP_call*`, implicit pointers, pieces
 //! smaller than a byte, floating-point registers (strata captures the general-purpose
-//! ones), references into other units (`DW_FORM_ref_addr`, LTO and dwz), non-scalar types.
+//! ones), references into other units (`DW_FORM_ref_addr`: LTO, dwz), non-scalar types,
+//! C++ members through an implicit `this`.
 //!
 //! Nothing here panics on bad DWARF or unreadable memory: every failure is a one-line
 //! error in the [`VariableValue`] of its request.
@@ -254,12 +262,18 @@ fn read_request(
     if request.function.trim().is_empty() || request.variable.trim().is_empty() {
         return failed("a variable read needs a function and a variable name".into());
     }
-    let found = frames.iter().find(|f| {
-        f.source
-            .function
-            .as_deref()
-            .is_some_and(|name| function_matches(name, &request.function))
-    });
+    let named = |matches: fn(&str, &str) -> bool| {
+        frames.iter().find(|f| {
+            f.source
+                .function
+                .as_deref()
+                .is_some_and(|name| matches(name, &request.function))
+        })
+    };
+    // A Fortran external is named with the compiler's trailing underscore (`solve_`) where
+    // no DWARF names it: taken only when no frame matches exactly, so that a C `solve`
+    // deeper in the stack still wins over a `solve_` above it.
+    let found = named(function_matches).or_else(|| named(fortran_external_matches));
     let Some(found) = found else {
         let walk = match &at.stack.end {
             WalkEnd::Outermost => String::new(),
@@ -291,7 +305,20 @@ fn read_request(
             plan: &plan,
         };
         let bytes = state.value_bytes()?;
-        Ok(plan.ty.decode(&bytes))
+        let (text, integer) = plan.ty.decode(&bytes);
+        match &plan.referent {
+            // A C++ reference reads as what it refers to (gdb's `@0x...: 3` without the
+            // address).
+            Some(referent) => {
+                let address = u64::from_le_bytes(sized(bytes, 8)?.try_into().unwrap_or_default());
+                let mut target = vec![0u8; referent.size()];
+                at.memory
+                    .read(address, &mut target)
+                    .map_err(|_| error(format!("cannot read the referenced value at {text}")))?;
+                Ok(referent.decode(&target))
+            }
+            None => Ok((text, integer)),
+        }
     });
     match read {
         Ok((text, integer)) => {
@@ -333,6 +360,17 @@ pub fn function_matches(name: &str, wanted: &str) -> bool {
     name.eq_ignore_ascii_case(wanted)
         || bare.eq_ignore_ascii_case(wanted)
         || last_component(bare).eq_ignore_ascii_case(wanted)
+}
+
+/// Whether `name` is the external symbol a Fortran compiler makes of `wanted`: one
+/// trailing underscore added (`SOLVE` -> `solve_`), any case.
+fn fortran_external_matches(name: &str, wanted: &str) -> bool {
+    let wanted = wanted.trim();
+    !wanted.is_empty()
+        && !wanted.ends_with('_')
+        && name
+            .strip_suffix('_')
+            .is_some_and(|n| n.eq_ignore_ascii_case(wanted))
 }
 
 /// `ns::f<int>(int, char) const` without its parameter list: up to the `(` matching the
@@ -449,6 +487,9 @@ struct Plan {
     /// The physical function's `DW_AT_frame_base` at this address, if it has one.
     frame_base: Option<Vec<u8>>,
     ty: Scalar,
+    /// For a reference to a scalar (C++ `const int &`), that scalar: the value shown is
+    /// the one referred to.
+    referent: Option<Scalar>,
     /// The base types that typed operations of the expressions name (`DW_OP_convert`...).
     base_types: Vec<(UnitOffset<usize>, ValueType)>,
     /// `DW_OP_addrx` / `DW_OP_constx` operands, resolved through `.debug_addr`.
@@ -574,9 +615,16 @@ fn resolve(
         return Err(optimized(OPTIMIZED_OUT));
     }
     if chosen.is_none() {
-        chosen = find_global(unit, variable, fold_case)
-            .map_err(bad_dwarf)?
-            .map(|die| (unit, die));
+        match find_global(unit, variable, fold_case).map_err(bad_dwarf)? {
+            Global::One(die) => chosen = Some((unit, die)),
+            Global::Ambiguous(names) => {
+                return Err(error(format!(
+                    "'{variable}' is ambiguous: {}; qualify it",
+                    names.join(", ")
+                )));
+            }
+            Global::None => {}
+        }
     }
     let where_ = match (&at.source.file, at.source.line) {
         (Some(file), Some(line)) => format!(" at {}:{line}", file_name(file)),
@@ -589,8 +637,8 @@ fn resolve(
         )));
     };
     let entry = unit.entry(die).map_err(bad_dwarf)?;
-    let ty = match follow(unit, &entry, constants::DW_AT_type) {
-        Some(AttributeValue::UnitRef(t)) => scalar_type(unit, t)?,
+    let (ty, referent) = match follow(unit, &entry, constants::DW_AT_type) {
+        Some(AttributeValue::UnitRef(t)) => (scalar_type(unit, t)?, referent_type(unit, t)),
         Some(_) => {
             return Err(error(format!(
                 "the type of '{variable}' is in another unit (unsupported)"
@@ -624,6 +672,7 @@ fn resolve(
         value,
         frame_base,
         ty,
+        referent,
         base_types,
         indexed,
     })
@@ -795,59 +844,87 @@ fn subtree_has_variable(unit: Unit<'_>, die: Offset, name: &str, fold_case: bool
     walk(unit, root, name, fold_case, 0).unwrap_or(false)
 }
 
-/// A variable of the unit's top level called `name` (or `ns::name`, `module::name` inside
-/// C++ namespaces and Fortran modules) that has a location or a constant value: a global
-/// or file static of the unit. A declaration alone (`extern int x;`, defined in another
-/// unit) is not a value this unit can read.
-fn find_global(
-    unit: Unit<'_>,
-    name: &str,
-    fold_case: bool,
-) -> Result<Option<Offset>, gimli::Error> {
+/// What a search of a unit's globals found.
+#[derive(Debug, PartialEq, Eq)]
+enum Global {
+    None,
+    One(Offset),
+    /// A bare name that several namespaces or modules define (their qualified names).
+    Ambiguous(Vec<String>),
+}
+
+/// A variable of the unit's top level that has a location or a constant value (a global
+/// or file static of the unit), by its qualified name (`ns::name` inside C++ namespaces,
+/// `module::name` inside Fortran modules) or, when only one namespace defines it, by its
+/// bare name. A declaration alone (`extern int x;`, defined in another unit) is not a
+/// value this unit can read. C++ puts a namespace's variable's definition at the top level
+/// with `DW_AT_specification` pointing at its declaration inside the namespace: the
+/// declaration gives the qualified name.
+fn find_global(unit: Unit<'_>, name: &str, fold_case: bool) -> Result<Global, gimli::Error> {
+    #[derive(Default)]
+    struct Found {
+        /// Declarations' qualified names, for the definitions that point at them.
+        declared: HashMap<Offset, String>,
+        defined: Vec<(String, Offset)>,
+    }
     fn walk(
         unit: Unit<'_>,
         node: gimli::EntriesTreeNode<'_, '_, DwarfReader>,
         prefix: &str,
-        name: &str,
-        fold_case: bool,
         depth: usize,
-    ) -> Result<Option<Offset>, gimli::Error> {
+        found: &mut Found,
+    ) -> Result<(), gimli::Error> {
         let mut children = node.children();
         while let Some(child) = children.next()? {
             let e = child.entry();
             match e.tag() {
                 constants::DW_TAG_variable => {
+                    let Some(n) = name_of(unit, e) else { continue };
                     let has_value = e.attr(constants::DW_AT_location).is_some()
                         || e.attr(constants::DW_AT_const_value).is_some();
                     if !has_value {
+                        found.declared.insert(e.offset(), format!("{prefix}{n}"));
                         continue;
                     }
-                    if let Some(n) = name_of(unit, e) {
-                        let qualified = format!("{prefix}{n}");
-                        if names_equal(&n, name, fold_case)
-                            || names_equal(&qualified, name, fold_case)
-                        {
-                            return Ok(Some(e.offset()));
-                        }
-                    }
+                    let qualified = match e.attr_value(constants::DW_AT_specification) {
+                        Some(AttributeValue::UnitRef(d)) => found.declared.get(&d).cloned(),
+                        _ => None,
+                    };
+                    let qualified = qualified.unwrap_or_else(|| format!("{prefix}{n}"));
+                    found.defined.push((qualified, e.offset()));
                 }
                 constants::DW_TAG_namespace | constants::DW_TAG_module if depth < MAX_CHAIN => {
                     let inner = match name_of(unit, e) {
                         Some(n) => format!("{prefix}{n}::"),
                         None => prefix.to_string(), // an anonymous namespace
                     };
-                    if let Some(found) = walk(unit, child, &inner, name, fold_case, depth + 1)? {
-                        return Ok(Some(found));
-                    }
+                    walk(unit, child, &inner, depth + 1, found)?;
                 }
                 _ => {}
             }
         }
-        Ok(None)
+        Ok(())
     }
+    let mut found = Found::default();
     let mut tree = unit.entries_tree(None)?;
-    let root = tree.root()?;
-    walk(unit, root, "", name, fold_case, 0)
+    walk(unit, tree.root()?, "", 0, &mut found)?;
+    let defined = found.defined;
+    if let Some((_, die)) = defined
+        .iter()
+        .find(|(q, _)| names_equal(q, name, fold_case))
+    {
+        return Ok(Global::One(*die));
+    }
+    let mut bare: Vec<&(String, Offset)> = defined
+        .iter()
+        .filter(|(q, _)| names_equal(last_component(q), name, fold_case))
+        .collect();
+    bare.dedup_by(|a, b| a.0 == b.0);
+    Ok(match bare.as_slice() {
+        [] => Global::None,
+        [(_, die)] => Global::One(*die),
+        several => Global::Ambiguous(several.iter().map(|(q, _)| q.clone()).collect()),
+    })
 }
 
 /// A location attribute (`DW_AT_location`, `DW_AT_frame_base`) at `pc`: the expression's
@@ -1086,6 +1163,12 @@ fn x87_to_f64(bytes: &[u8]) -> f64 {
 /// The scalar type `die` is, through typedefs and qualifiers; an error naming it when it
 /// is something else (a struct, an array).
 fn scalar_type(unit: Unit<'_>, die: Offset) -> Result<Scalar, Unreadable> {
+    scalar_type_in(unit, die, true)
+}
+
+/// [`scalar_type`]; `enums` false for an enum's underlying type (which bad DWARF could make
+/// the enum itself: no endless recursion).
+fn scalar_type_in(unit: Unit<'_>, die: Offset, enums: bool) -> Result<Scalar, Unreadable> {
     let mut at = die;
     for _ in 0..MAX_CHAIN {
         let e = unit.entry(at).map_err(bad_dwarf)?;
@@ -1103,7 +1186,9 @@ fn scalar_type(unit: Unit<'_>, die: Offset) -> Result<Scalar, Unreadable> {
                 _ => return Err(error("type void is not a scalar")),
             },
             constants::DW_TAG_base_type => return base_scalar(unit, &e, size),
-            constants::DW_TAG_enumeration_type => return enum_scalar(unit, at, &e, size),
+            constants::DW_TAG_enumeration_type if enums => {
+                return enum_scalar(unit, at, &e, size);
+            }
             constants::DW_TAG_pointer_type
             | constants::DW_TAG_reference_type
             | constants::DW_TAG_rvalue_reference_type => {
@@ -1119,6 +1204,31 @@ fn scalar_type(unit: Unit<'_>, die: Offset) -> Result<Scalar, Unreadable> {
         }
     }
     Err(error("type chain too deep (bad DWARF?)"))
+}
+
+/// The scalar a reference type (through typedefs and qualifiers) refers to; `None` for
+/// other types, and for references to non-scalars (shown as their address).
+fn referent_type(unit: Unit<'_>, die: Offset) -> Option<Scalar> {
+    let mut at = die;
+    for _ in 0..MAX_CHAIN {
+        let e = unit.entry(at).ok()?;
+        let next = match e.attr_value(constants::DW_AT_type) {
+            Some(AttributeValue::UnitRef(t)) => t,
+            _ => return None,
+        };
+        match e.tag() {
+            constants::DW_TAG_typedef
+            | constants::DW_TAG_const_type
+            | constants::DW_TAG_volatile_type
+            | constants::DW_TAG_restrict_type
+            | constants::DW_TAG_atomic_type => at = next,
+            constants::DW_TAG_reference_type | constants::DW_TAG_rvalue_reference_type => {
+                return scalar_type(unit, next).ok();
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 fn base_scalar(unit: Unit<'_>, e: &Die, size: Option<usize>) -> Result<Scalar, Unreadable> {
@@ -1182,7 +1292,7 @@ fn enum_scalar(
     // The underlying type says whether it is signed; without one (older DWARF), a
     // negative enumerator does.
     let underlying = match e.attr_value(constants::DW_AT_type) {
-        Some(AttributeValue::UnitRef(t)) => scalar_type(unit, t).ok(),
+        Some(AttributeValue::UnitRef(t)) => scalar_type_in(unit, t, false).ok(),
         _ => None,
     };
     let (size, signed) = match underlying {
@@ -1266,7 +1376,11 @@ impl FrameState<'_> {
                     if p.location.is_empty() {
                         return Err(optimized("partly optimized out at this pc"));
                     }
-                    out.extend(self.piece_bytes(&p.location, (bits / 8) as usize)?);
+                    let len = usize::try_from(bits / 8)
+                        .ok()
+                        .filter(|&len| out.len() + len <= size)
+                        .ok_or_else(|| error("the pieces are larger than the type (bad DWARF?)"))?;
+                    out.extend(self.piece_bytes(&p.location, len)?);
                 }
                 sized(out, size)
             }
@@ -1516,6 +1630,12 @@ mod tests {
         assert!(!function_matches("a::B<c::run>::go()", "run"));
         assert!(!function_matches("main", ""));
         assert!(!function_matches("main", "  "));
+        // Fortran externals, only when nothing matches exactly (see read_request).
+        assert!(!function_matches("solve_", "solve"));
+        assert!(fortran_external_matches("solve_", "SOLVE"));
+        assert!(!fortran_external_matches("solve__", "solve"));
+        assert!(!fortran_external_matches("solve_", "solve_"));
+        assert!(!fortran_external_matches("solve_", ""));
         // Odd names do not panic.
         for odd in ["", ")", "(", "::", "a::", "f(()", "f)(", "<<::>>"] {
             let _ = function_matches(odd, "f");
@@ -1650,6 +1770,7 @@ mod tests {
             value: Source::Expression(expression.to_vec()),
             frame_base: frame_base.map(<[u8]>::to_vec),
             ty,
+            referent: None,
             base_types: vec![],
             indexed: vec![],
         }
@@ -1752,6 +1873,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("cannot read"), "{e:?}");
+        // A piece of 4 GiB: refused before anything is allocated for it.
+        let e = eval(
+            &plan(
+                int.clone(),
+                &[0x56, 0x93, 0xff, 0xff, 0xff, 0xff, 0x0f],
+                None,
+            ),
+            FrameKind::Call,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("larger than the type"), "{e:?}");
         // Garbage bytecode and truncated operands are errors.
         for garbage in [
             &[0xff][..],

@@ -480,3 +480,60 @@ fn a_hold_is_kept_for_a_read_only_while_it_lasts() {
     assert!(held.release().is_err());
     assert_free(pid);
 }
+
+/// C++ at -O2 (`templates.cpp`): a member function of a class template found by its
+/// qualified name without parameters and by its bare name, its parameter right or
+/// optimized out; the inlined lambda that blocked, whose `const T &v` reads as the value
+/// it refers to (the lambda blocks when `v == block_at`, 3); a class-typed local refused
+/// by its type.
+#[test]
+fn cpp_member_functions_match_by_qualified_or_bare_name() {
+    let exe = compile("templates.cpp", "templates-O2-g", &["-O2", "-g"]);
+    let target = Target::start(&exe, &[]);
+    target.wait_all_sleeping(1);
+    let mut sampler = sampler();
+    let v = read_one(
+        &target,
+        &mut sampler,
+        &[
+            ("Sorter<int>::run", "block_at"),
+            ("run", "block_at"),
+            ("main", "s"),
+            ("operator()", "v"),
+        ],
+    );
+    for value in &v[..2] {
+        assert_eq!(
+            value.function.as_deref(),
+            Some("Sorter<int>::run(int)"),
+            "{}",
+            show(value)
+        );
+        assert!(
+            value.optimized_out || value.integer == Some(3),
+            "block_at is wrong: {}",
+            show(value)
+        );
+    }
+    assert_eq!(v[0], v[1]);
+    let lambda = &v[3];
+    assert!(
+        lambda
+            .function
+            .as_deref()
+            .is_some_and(|f| f.contains("{lambda(int const&)#2}::operator()")),
+        "{}",
+        show(lambda)
+    );
+    assert!(
+        lambda.optimized_out || lambda.integer == Some(3),
+        "v is wrong: {}",
+        show(lambda)
+    );
+    assert_eq!(
+        v[2].error.as_deref(),
+        Some("type class Sorter<int> is not a scalar"),
+        "{}",
+        show(&v[2])
+    );
+}
