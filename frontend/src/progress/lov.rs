@@ -2091,18 +2091,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The 1-based line holding `marker`, which must be on exactly one line (tests name
-    /// lines by their code, not by numbers that drift when a snippet is edited).
-    fn line_of(text: &str, marker: &str) -> u32 {
-        let lines: Vec<usize> = text
-            .lines()
-            .enumerate()
-            .filter(|(_, line)| line.contains(marker))
-            .map(|(index, _)| index + 1)
-            .collect();
-        assert_eq!(lines.len(), 1, "marker {marker:?} is on lines {lines:?}");
-        u32::try_from(lines[0]).expect("small snippet")
-    }
+    use crate::progress::testing::line_of;
 
     /// The loop variables of the loop on the line holding `loop_marker`.
     fn analyse(language: Language, text: &str, loop_marker: &str) -> LoopVariables {

@@ -26,3 +26,20 @@ pub mod point;
 pub mod report;
 pub mod source;
 pub mod values;
+
+/// Helpers shared by the tests of the modules above.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// The 1-based line holding `marker`, which must be on exactly one line (tests name
+    /// lines by their code, not by numbers that drift when a snippet is edited).
+    pub(crate) fn line_of(text: &str, marker: &str) -> u32 {
+        let lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| line.contains(marker))
+            .map(|(index, _)| index + 1)
+            .collect();
+        assert_eq!(lines.len(), 1, "marker {marker:?} is on lines {lines:?}");
+        u32::try_from(lines[0]).expect("small snippet")
+    }
+}

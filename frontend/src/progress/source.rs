@@ -1040,18 +1040,7 @@ mod tests {
         std::fs::read_to_string(testdata(name)).expect("test fixture")
     }
 
-    /// The 1-based line holding `marker`, which must be on exactly one line (so tests name
-    /// lines by their code, not by numbers that drift when a fixture is edited).
-    fn line_of(text: &str, marker: &str) -> u32 {
-        let lines: Vec<usize> = text
-            .lines()
-            .enumerate()
-            .filter(|(_, line)| line.contains(marker))
-            .map(|(index, _)| index + 1)
-            .collect();
-        assert_eq!(lines.len(), 1, "marker {marker:?} is on lines {lines:?}");
-        u32::try_from(lines[0]).expect("small fixture")
-    }
+    use crate::progress::testing::line_of;
 
     /// The point of the line holding `marker` in a fixture file, through a SourceIndex.
     fn point_of(index: &mut SourceIndex, name: &str, marker: &str) -> ProgramPoint {
