@@ -29,6 +29,7 @@ run() {
   for _ in $(seq "$REPS"); do
     mpirun --oversubscribe -np "$np" "$@" > "$WORK/job.out" 2>&1 &
     local mpirun=$!
+    disown $mpirun  # no "Killed" line from bash when it is killed below
     until [ "$(grep -c '^rank .* pid' "$WORK/job.out" 2>/dev/null)" -ge "$np" ]; do sleep 0.2; done
     sleep 1.5
     STRATA_TIMINGS=1 "$STRATA" attach --launcher-pid $mpirun -n 1 --progress --no-files \
@@ -40,7 +41,7 @@ run() {
     STRATA_TIMINGS=1 "$STRATA" attach --launcher-pid $mpirun -n 1 --no-files > /dev/null 2> "$WORK/err.txt"
     timing total >> "$WORK/plain.ms"
     kill -9 $mpirun 2>/dev/null || true; pkill -9 -f "$WORK/mpi_" 2>/dev/null || true
-    { wait $mpirun; } 2>/dev/null || true
+    while kill -0 $mpirun 2>/dev/null; do sleep 0.1; done
   done
   local vars="-"
   [ -s "$WORK/vars.ms" ] && vars="$(median < "$WORK/vars.ms") ms"
