@@ -530,3 +530,56 @@ fn a_bad_var_is_one_line_and_exit_2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("FUNCTION:VARIABLE"), "{err}");
 }
+
+/// `strata attach -i` on the ring that lost a token: `p` reads the loop counters from the
+/// live ranks and walks to the ranks that are behind; `v` reads a variable at a frame.
+#[test]
+fn the_live_ui_reads_loop_counters_for_the_progress_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = MpiJob::start_with_args(&build_lov("-O0"), RANKS, &["flat", "2"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let command = format!(
+        "NO_COLOR=1 {} attach --launcher-pid {} -i -n 1 --no-files 2> {dir}/err; echo $? > {dir}/code; sleep 600",
+        support::strata_bin().display(),
+        job.mpirun.id(),
+        dir = dir.path().display()
+    );
+    let t = tmux::Tmux::start(&command, 120, 30, dir.path());
+    t.wait_text("PMPI_Recv", Duration::from_secs(60));
+    t.keys(&["p"]);
+    let screen = t.wait_text(
+        "Least progressed: T1 (6 ranks [0,3-7])",
+        Duration::from_secs(30),
+    );
+    assert!(screen.contains("attached"), "{screen}");
+    t.keys(&["P"]);
+    t.wait_text(
+        "an earlier iteration: it = 3 and 4",
+        Duration::from_secs(20),
+    );
+    t.keys(&["Escape"]);
+    t.wait_for("the panel closed", Duration::from_secs(20), |s| {
+        !s.contains("an earlier iteration")
+    });
+    // A variable read live in the selected node's ranks, its function named explicitly.
+    t.keys(&["v"]);
+    t.wait_text("read variable", Duration::from_secs(10));
+    t.type_text("flat:it");
+    t.keys(&["Enter"]);
+    let screen = t.wait_text("flat:it (live)", Duration::from_secs(30));
+    assert!(
+        screen.contains("6:[0,3-7]") && screen.contains("2:[1-2]"),
+        "{screen}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_for("the panel closed", Duration::from_secs(20), |s| {
+        !s.contains("(live)")
+    });
+    t.keys(&["q"]);
+    target::wait_for(Duration::from_secs(30), || dir.path().join("code").exists());
+    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
+    assert_eq!(code.trim(), "0");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}

@@ -664,6 +664,9 @@ impl App {
         let mut state = self.state.clone();
         state.progress = !state.progress;
         let on = state.progress;
+        if on && self.source.live() {
+            self.read_loop_variables(&state);
+        }
         self.undo.push(self.state.clone());
         if let Err(e) = self.rebuild(state) {
             self.error(e);
@@ -674,6 +677,45 @@ impl App {
             return;
         }
         self.walk_to_least_progressed();
+    }
+
+    /// On a live job, reads the loop-order variables the progress order of the current
+    /// result needs (as `attach --progress` does) into the result, once per result.
+    fn read_loop_variables(&mut self, state: &ViewState) {
+        let mut sources = SourceIndex::new(state.source_dirs.clone());
+        let requests = crate::progress::order::loop_requests(&self.result, &mut sources);
+        let missing: Vec<VariableSpec> = requests
+            .into_iter()
+            .filter(|r| {
+                !self
+                    .result
+                    .meta
+                    .variables
+                    .iter()
+                    .any(|v| v.function == r.function && v.variable == r.variable)
+            })
+            .map(|r| VariableSpec {
+                function: r.function,
+                variable: r.variable,
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let ranks: Vec<u32> = self
+            .result
+            .tree_2d
+            .node(NodeId::ROOT)
+            .tasks
+            .iter()
+            .collect();
+        match self.source.read_variables(&ranks, &missing) {
+            Ok(reads) => {
+                self.result.meta.variables.extend(reads);
+                self.progress = None;
+            }
+            Err(e) => self.error(format!("reading the loop counters: {e}")),
+        }
     }
 
     /// Selects where the least progressed class ends and says who it is.
@@ -863,9 +905,13 @@ impl App {
                     } else {
                         new
                     };
-                    // A new 2D tree: the order is derived again when next shown.
+                    // A new 2D tree: the order is derived again when next shown, with the
+                    // loop counters of this moment.
                     self.progress = None;
                     let state = self.state.clone();
+                    if state.progress {
+                        self.read_loop_variables(&state);
+                    }
                     match self.rebuild(state) {
                         Ok(()) => self.info(format!(
                             "{} {samples} sample{}: {} in all",
