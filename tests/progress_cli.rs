@@ -583,3 +583,34 @@ fn the_live_ui_reads_loop_counters_for_the_progress_order() {
         target::assert_free(pid);
     }
 }
+
+/// A variable dead at the frame's pc: -O0 keeps it on the stack, -O2 keeps nothing, and the
+/// output says "optimized out" rather than showing a stale or made-up value.
+#[test]
+fn an_optimized_out_variable_is_said_to_be() {
+    for (opt, expect_values) in [("-O0", true), ("-O2", false)] {
+        let out = attach_lov(opt, "flat", &["--var", "pass:noise"]);
+        let vars = &out[out
+            .find("  pass:noise\n")
+            .unwrap_or_else(|| panic!("{out}"))..];
+        let rows: Vec<&str> = vars
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .collect();
+        if expect_values {
+            // getpid() % 7 of each rank: integers, never "optimized out".
+            assert!(
+                rows.iter()
+                    .all(|r| r.trim().chars().next().is_some_and(|c| c.is_ascii_digit())),
+                "{opt}: {rows:?}"
+            );
+        } else {
+            assert_eq!(rows.len(), 1, "{opt}: {rows:?}");
+            assert!(
+                rows[0].contains("<optimized out>") && rows[0].contains("8:[0-7]"),
+                "{opt}: {rows:?}"
+            );
+        }
+    }
+}

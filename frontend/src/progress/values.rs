@@ -82,11 +82,12 @@ impl fmt::Display for Reading {
 
 impl Reading {
     fn of(v: &VariableValue) -> Reading {
-        if let Some(e) = &v.error {
-            return Reading::Error(e.clone());
-        }
+        // Optimized out first: the daemon also says so in `error`, in words.
         if v.optimized_out {
             return Reading::OptimizedOut;
+        }
+        if let Some(e) = &v.error {
+            return Reading::Error(e.clone());
         }
         match (v.integer, &v.text) {
             (Some(i), _) => Reading::Integer(i),
