@@ -557,10 +557,30 @@ impl Watch<'_> {
         job: &crate::result::JobInfo,
         sample: &strata_proto::overlay::Sample,
     ) -> Result<StrataResult, Failure> {
-        let sampled = session.sample(sample).await.ok_or_else(|| {
-            Failure::new(Exit::Interrupted, "interrupted while taking the snapshot")
-        })?;
-        Ok(attach::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result)
+        let interrupted =
+            || Failure::new(Exit::Interrupted, "interrupted while taking the snapshot");
+        let sampled = session.sample(sample).await.ok_or_else(interrupted)?;
+        let mut result = attach::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result;
+        // The loop counters the report's progress order needs, read as attach --progress
+        // reads them: who is behind inside the time-step loop.
+        let requests = crate::progress::order::loop_requests(
+            &result,
+            &mut crate::progress::source::SourceIndex::new(Vec::new()),
+        );
+        if !requests.is_empty() {
+            let reply = session
+                .read_variables(Vec::new(), requests.clone())
+                .await
+                .ok_or_else(interrupted)?;
+            let sampled = result
+                .tree_2d
+                .node(strata_filters::NodeId::ROOT)
+                .tasks
+                .clone();
+            result.meta.variables =
+                crate::progress::values::from_reply(&requests, &reply, &sampled);
+        }
+        Ok(result)
     }
 
     /// Whether the job still runs: Slurm's word for a Slurm job; for a local job, whether
