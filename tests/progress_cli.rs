@@ -82,6 +82,14 @@ fn attach(exe: &Path, mode: &str, dir: &Path) -> String {
     stdout
 }
 
+/// The exit code the terminal's shell wrote into `dir/code`, once written: the shell creates
+/// the file before `echo` fills it, so an empty file is not an answer yet.
+fn exit_code(dir: &Path) -> String {
+    let read = || std::fs::read_to_string(dir.join("code")).unwrap_or_default();
+    target::wait_for(Duration::from_secs(30), || read().ends_with('\n'));
+    read().trim().to_string()
+}
+
 /// The progress section of a text rendering.
 fn section(out: &str) -> String {
     let start = out
@@ -353,9 +361,7 @@ fn the_terminal_ui_orders_by_progress_and_walks_to_the_least_progressed() {
         !s.contains("T1 before T2")
     });
     t.keys(&["q"]);
-    target::wait_for(Duration::from_secs(20), || dir.path().join("code").exists());
-    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
-    assert_eq!(code.trim(), "0");
+    assert_eq!(exit_code(dir.path()), "0");
 }
 
 // ----- Loop-order variables (issue 11): mpi_lov.c, a token ring that loses a token -----
@@ -576,9 +582,7 @@ fn the_live_ui_reads_loop_counters_for_the_progress_order() {
         !s.contains("(live)")
     });
     t.keys(&["q"]);
-    target::wait_for(Duration::from_secs(30), || dir.path().join("code").exists());
-    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
-    assert_eq!(code.trim(), "0");
+    assert_eq!(exit_code(dir.path()), "0");
     for &pid in &job.ranks {
         target::assert_free(pid);
     }

@@ -30,12 +30,10 @@ fn in_terminal(args: &str, dir: &Path) -> Tmux {
 }
 
 fn wait_exit_code(dir: &Path) -> i32 {
-    target::wait_for(STEP, || dir.join("code").exists());
-    std::fs::read_to_string(dir.join("code"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    // The shell creates the file before `echo` fills it: wait for the whole line.
+    let read = || std::fs::read_to_string(dir.join("code")).unwrap_or_default();
+    target::wait_for(STEP, || read().ends_with('\n'));
+    read().trim().parse().unwrap()
 }
 
 fn announced_pids(dir: &Path) -> Vec<i32> {
