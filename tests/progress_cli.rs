@@ -618,3 +618,18 @@ fn an_optimized_out_variable_is_said_to_be() {
         }
     }
 }
+
+/// `--json` stays the result for scripts with `--progress`: the result JSON, holding the
+/// loop counters the order was computed with.
+#[test]
+fn json_with_progress_is_the_result_with_its_loop_counters() {
+    let out = attach_lov("-O0", "flat", &["--json", "--progress"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["format"], "strata-result", "{out}");
+    let vars = v["variables"].as_array().expect("variables");
+    assert!(
+        vars.iter()
+            .any(|r| r["function"] == "flat" && r["variable"] == "it"),
+        "{out}"
+    );
+}

@@ -98,11 +98,19 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     }
     let remapped = t.elapsed();
     let mut show_args = args.show;
+    // `--json` is the result for scripts, with or without `--progress` (whose order then
+    // goes into the result directory's progress.json).
+    let progress_for_files = args.json && show_args.progress;
     if args.json {
         show_args.format = Some(crate::cli::FormatArg::Json);
+        show_args.progress = false;
     }
     let t = std::time::Instant::now();
-    let progress = show(&assembled.result, &show_args)?;
+    let mut progress = show(&assembled.result, &show_args)?;
+    if progress_for_files {
+        show_args.progress = true;
+        progress = show_args.progress_order(&assembled.result);
+    }
     let rendered = t.elapsed();
     hints(&assembled, args.threads);
     print_stacks(&args.rank, &gathered.stacks, &assembled)?;
