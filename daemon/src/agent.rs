@@ -306,8 +306,7 @@ impl State {
     }
 
     /// Runs the sampler on `tasks` on a blocking thread (the link stays read meanwhile, so
-    /// a detach can set `stop`). `Err` when the sampler panicked: a bug, reported as every
-    /// task failing while the daemon stays alive with a fresh sampler.
+    /// a detach can set `stop`).
     async fn run_sampler(
         &mut self,
         tasks: Vec<Task>,
@@ -315,20 +314,34 @@ impl State {
         stop: Arc<AtomicBool>,
         mut progress: impl FnMut(u32) + Send + 'static,
     ) -> Result<Sampled, String> {
+        self.with_sampler(move |sampler, capturer| {
+            let stop_now = || stop.load(Ordering::SeqCst);
+            sampler.sample(capturer, &tasks, &options, &stop_now, &mut progress)
+        })
+        .await
+    }
+
+    /// Runs `work` with the sampler (its caches: parsed binaries, DWARF, variable plans) on
+    /// a blocking thread, and takes the sampler back. `Err` when the work panicked: a bug,
+    /// reported by the caller as every task failing, while the daemon stays alive with a
+    /// fresh sampler (the capture threads have let the targets go).
+    async fn with_sampler<T: Send + 'static>(
+        &mut self,
+        work: impl FnOnce(&mut Sampler, &Capturer) -> T + Send + 'static,
+    ) -> Result<T, String> {
         let Some(mut sampler) = self.sampler.take() else {
             return Err("daemon error: the sampler is busy".into());
         };
         let capturer = self.capturer.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let stop_now = || stop.load(Ordering::SeqCst);
-            let sampled = sampler.sample(&capturer, &tasks, &options, &stop_now, &mut progress);
-            (sampler, sampled)
+            let out = work(&mut sampler, &capturer);
+            (sampler, out)
         })
         .await;
         match joined {
-            Ok((sampler, sampled)) => {
+            Ok((sampler, out)) => {
                 self.sampler = Some(sampler);
-                Ok(sampled)
+                Ok(out)
             }
             Err(e) => {
                 self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
@@ -429,56 +442,47 @@ impl State {
                 None => None,
             });
         }
-        let Some(mut sampler) = self.sampler.take() else {
-            return failed(&wanted, "daemon error: the sampler is busy");
-        };
-        let capturer = self.capturer.clone();
         let tasks = wanted.clone();
         let requests = r.requests;
-        let joined = tokio::task::spawn_blocking(move || {
-            let reads: Vec<Result<Vec<pb::VariableValue>, String>> = tasks
-                .iter()
-                .zip(held)
-                .map(|(task, held)| match held {
-                    Some(capture) => variables::read_captured(&mut sampler, &capture, &requests),
-                    None => {
-                        variables::read_variables(&capturer, &mut sampler, &[task.pid], &requests)
-                            .pop()
-                            .map_or_else(|| Err("daemon error: no read".to_string()), |r| r.values)
-                    }
-                })
-                .collect();
-            (sampler, reads)
-        })
-        .await;
-        match joined {
-            Ok((sampler, reads)) => {
-                self.sampler = Some(sampler);
-                pb::VariablesReply {
-                    ranks: wanted
-                        .iter()
-                        .zip(reads)
-                        .map(|(t, read)| match read {
-                            Ok(values) => pb::RankVariables {
-                                rank: t.rank,
-                                values,
-                                error: None,
-                            },
-                            Err(e) => pb::RankVariables {
-                                rank: t.rank,
-                                values: Vec::new(),
-                                error: Some(e),
-                            },
-                        })
-                        .collect(),
-                }
-            }
-            Err(e) => {
-                // A panic is a bug: every rank says so, and the daemon goes on with fresh
-                // caches (the targets were let go by the capture threads).
-                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
-                failed(&wanted, &format!("daemon error: {e}"))
-            }
+        let reads = self
+            .with_sampler(move |sampler, capturer| {
+                tasks
+                    .iter()
+                    .zip(held)
+                    .map(|(task, held)| match held {
+                        Some(capture) => variables::read_captured(sampler, &capture, &requests),
+                        None => {
+                            variables::read_variables(capturer, sampler, &[task.pid], &requests)
+                                .pop()
+                                .map_or_else(
+                                    || Err("daemon error: no read".to_string()),
+                                    |r| r.values,
+                                )
+                        }
+                    })
+                    .collect::<Vec<Result<Vec<pb::VariableValue>, String>>>()
+            })
+            .await;
+        match reads {
+            Ok(reads) => pb::VariablesReply {
+                ranks: wanted
+                    .iter()
+                    .zip(reads)
+                    .map(|(t, read)| match read {
+                        Ok(values) => pb::RankVariables {
+                            rank: t.rank,
+                            values,
+                            error: None,
+                        },
+                        Err(e) => pb::RankVariables {
+                            rank: t.rank,
+                            values: Vec::new(),
+                            error: Some(e),
+                        },
+                    })
+                    .collect(),
+            },
+            Err(e) => failed(&wanted, &e),
         }
     }
 
