@@ -9,9 +9,10 @@ use super::order::{
 };
 use super::point::{ProgramPoint, Relation};
 use crate::render::frame_text;
+use crate::render::text::count_label;
 use serde::Serialize;
 use strata_filters::Frame;
-use strata_filters::taskset::{format_set, format_set_shortened};
+use strata_filters::taskset::format_set;
 
 /// Pairs explained per branching point before the rest are summarised (a node with a
 /// hundred children has thousands of pairs).
@@ -68,13 +69,7 @@ pub fn text(order: &ProgressOrder, max_list: usize) -> String {
     let sets: Vec<String> = order
         .classes
         .iter()
-        .map(|c| {
-            format!(
-                "{}:[{}]",
-                c.tasks.len(),
-                format_set_shortened(&c.tasks, max_list)
-            )
-        })
+        .map(|c| count_label(&c.tasks, max_list))
         .collect();
     let lw = labels.iter().map(|l| l.len()).max().unwrap_or(0);
     let sw = sets.iter().map(|s| s.chars().count()).max().unwrap_or(0);

@@ -7,11 +7,12 @@
 //! values come back per rank and are merged here, at the front end. They are kept in
 //! `result.json` (`variables`) so that a saved result can be ordered again later.
 
+use crate::render::text::count_label;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use strata_filters::RankSet;
-use strata_filters::taskset::{format_set, format_set_shortened, parse_ranges, rankset_from_runs};
+use strata_filters::taskset::{format_set, parse_ranges, rankset_from_runs};
 use strata_proto::overlay::{VariableRequest, VariableValue, VariablesReply};
 
 /// `FUNCTION:VARIABLE` from the command line (`solve:it`, `Solver::step:n`).
@@ -212,11 +213,7 @@ pub fn text(reads: &[VariableReads], max_list: usize) -> String {
                     .unwrap_or_default();
                 (
                     c.reading.to_string(),
-                    format!(
-                        "{}:[{}]",
-                        ranks.len(),
-                        format_set_shortened(&ranks, max_list)
-                    ),
+                    count_label(&ranks, max_list),
                     c.at.clone().unwrap_or_default(),
                 )
             })

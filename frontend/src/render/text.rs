@@ -51,14 +51,16 @@ impl Style {
     }
 }
 
+/// A rank set as STAT labels it, `count:[ranks]`, the list shortened to `max_list`
+/// characters.
+pub(crate) fn count_label<S: TaskSet>(set: &S, max_list: usize) -> String {
+    format!("{}:[{}]", set.count(), format_set_shortened(set, max_list))
+}
+
 /// Label of an edge: `count:[ranks]`, plus the thread count when threads were sampled.
 pub(crate) fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
     let n = tree.node(id);
-    let mut s = format!(
-        "{}:[{}]",
-        n.tasks.count(),
-        format_set_shortened(&n.tasks, max_list)
-    );
+    let mut s = count_label(&n.tasks, max_list);
     if tree.has_threads() {
         s.push_str(&format!(" ({} thr)", n.threads.count()));
     }
@@ -219,11 +221,7 @@ impl Writer<'_> {
             for &r in &rest {
                 ranks |= &self.tree.node(r).tasks;
             }
-            let label = format!(
-                "{}:[{}]",
-                ranks.len(),
-                format_set_shortened(&ranks, self.max_list)
-            );
+            let label = count_label(&ranks, self.max_list);
             let note = format!("… {} more branches (--all shows them)", rest.len());
             self.out.push_str(&format!(
                 "{cont}└─ {}  {}\n",
@@ -261,13 +259,7 @@ fn classes_text(
     } else {
         (classes, &classes[..0], &classes[..0])
     };
-    let label = |c: &EqClass<RankSet>| {
-        format!(
-            "{}:[{}]",
-            c.tasks.count(),
-            format_set_shortened(&c.tasks, max_list)
-        )
-    };
+    let label = |c: &EqClass<RankSet>| count_label(&c.tasks, max_list);
     let wide = head
         .iter()
         .chain(tail)

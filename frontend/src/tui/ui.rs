@@ -9,6 +9,7 @@
 use super::app::App;
 use super::keys::FOOTER;
 use super::view::NodeClass;
+use crate::render::text::count_label;
 use crate::render::text::{edge_label, path_tail};
 use crate::render::{frame_text, header_parts};
 use ratatui::Frame;
@@ -16,7 +17,6 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
-use strata_filters::taskset::format_set_shortened;
 
 /// Class colours, smallest class first: the outliers get the loudest.
 const PALETTE: [Color; 12] = [
@@ -242,13 +242,7 @@ fn draw_classes(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let labels: Vec<String> = d
         .classes
         .iter()
-        .map(|c| {
-            format!(
-                "{}:[{}]",
-                c.tasks.len(),
-                format_set_shortened(&c.tasks, width / 3)
-            )
-        })
+        .map(|c| count_label(&c.tasks, width / 3))
         .collect();
     let wide = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let lines: Vec<Line> = d
