@@ -17,7 +17,7 @@ use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::Symbolizer;
 use strata_filters::taskset::format_runs;
 use strata_filters::wire::{self, Limits};
-use strata_filters::{Frame, IndexMap, NodeId, RankSet, Special, remap};
+use strata_filters::{Frame, IndexMap, Special, remap};
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
 use strata_launcher::slurm::{self, SlurmError, SlurmJob, SlurmLauncher};
@@ -35,7 +35,7 @@ use crate::interrupt;
 use crate::output;
 use crate::progress::order;
 use crate::progress::source::SourceIndex;
-use crate::progress::values::{self, VariableSpec};
+use crate::progress::values::VariableSpec;
 use crate::result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
@@ -72,10 +72,21 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         return crate::live::run(setup, sample, &args, &place, signals, job_name, color);
     }
     let started = looked_up;
+    // `--progress` assembles the result inside the session (to choose the loop counters
+    // to read); it is kept here so that the remap runs, and warns, once.
+    let mut early: Option<Assembled> = None;
     let gathered = if args.serial {
         serial(setup, &sample, &args, signals)?
     } else {
-        tree(setup, sample.clone(), &args, &place, signals, progress)?
+        tree(
+            setup,
+            sample.clone(),
+            &args,
+            &place,
+            signals,
+            progress,
+            &mut early,
+        )?
     };
     let gathered = match gathered {
         Outcome::Done(g) => g,
@@ -91,10 +102,15 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     }
     let job = job_info(&place, &args, rank_map, job_name);
     let t = std::time::Instant::now();
-    let mut assembled = assemble(job, rank_map, &gathered.sampled, &sample)?;
+    let mut assembled = match early {
+        Some(mut a) => {
+            a.result.meta.job = job;
+            a
+        }
+        None => assemble(job, rank_map, &gathered.sampled, &sample)?,
+    };
     if let Some((requests, reply)) = &gathered.variables {
-        let sampled: RankSet = assembled.result.tree_2d.node(NodeId::ROOT).tasks.clone();
-        assembled.result.meta.variables = values::from_reply(requests, reply, &sampled);
+        assembled.result.set_variables(requests, reply);
     }
     let remapped = t.elapsed();
     let mut show_args = args.show;
@@ -283,6 +299,23 @@ fn slurm_failure(e: SlurmError) -> Failure {
     Failure::new(exit, e.to_string())
 }
 
+/// Opens a session that stays up (`attach -i`, `strata watch`): the tree started and
+/// joined, discovery problems reported once; `None` when a signal came first (everything
+/// detached already).
+pub(crate) fn open_live(
+    plan: &Plan,
+    launcher: &mut dyn Launcher,
+    key: SessionKey,
+    signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
+) -> Result<Option<(tokio::runtime::Runtime, Box<session::Session>)>, Failure> {
+    let opened = session::open_blocking(crate::roles::runtime()?, plan, launcher, key, signals)
+        .map_err(|e| Failure::new(Exit::Internal, e.0))?;
+    if let Some((_, s)) = &opened {
+        report_problems(&s.rank_map);
+    }
+    Ok(opened)
+}
+
 /// Through the tree: launch, connect, command, merge.
 fn tree(
     setup: Setup,
@@ -291,6 +324,7 @@ fn tree(
     place: &Place,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     progress: bool,
+    early: &mut Option<Assembled>,
 ) -> Result<Outcome, Failure> {
     let fixed: Vec<VariableRequest> = args.var.iter().map(VariableSpec::request).collect();
     let (with_loops, source_dirs) = (args.show.progress, args.show.source_dir.clone());
@@ -305,6 +339,7 @@ fn tree(
                     requests.push(r);
                 }
             }
+            *early = Some(a);
         }
         requests
     };

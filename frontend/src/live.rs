@@ -18,7 +18,7 @@ use crate::exit::Exit;
 use crate::output;
 use crate::progress::values::{self, VariableReads, VariableSpec};
 use crate::result::{JobInfo, StrataResult};
-use crate::session::{self, Session};
+use crate::session::Session;
 use crate::tui::{self, Source, ViewState};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
@@ -160,18 +160,10 @@ pub(crate) fn run(
 ) -> Result<Exit, Failure> {
     let (plan, mut launcher, key) = attach::tree_plan(setup, sample.clone(), args, place, true)?;
     let signals = unless_debugging(signals);
-    let opened = session::open_blocking(
-        crate::roles::runtime()?,
-        &plan,
-        launcher.as_mut(),
-        key,
-        signals,
-    )
-    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
-    let Some((runtime, mut session)) = opened else {
+    let Some((runtime, mut session)) = attach::open_live(&plan, launcher.as_mut(), key, signals)?
+    else {
         return Ok(Exit::Interrupted);
     };
-    attach::report_problems(&session.rank_map);
     let job = attach::job_info(place, args, &session.rank_map, job_name);
     let mut source = LiveSource {
         runtime,

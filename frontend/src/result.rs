@@ -137,6 +137,17 @@ pub struct StrataResult {
 }
 
 impl StrataResult {
+    /// Keeps the variables read after sampling (`requests` and the tree's merged reply),
+    /// merged into value classes; the sampled ranks that did not answer are named.
+    pub fn set_variables(
+        &mut self,
+        requests: &[strata_proto::overlay::VariableRequest],
+        reply: &strata_proto::overlay::VariablesReply,
+    ) {
+        let sampled = self.tree_2d.node(NodeId::ROOT).tasks.clone();
+        self.meta.variables = crate::progress::values::from_reply(requests, reply, &sampled);
+    }
+
     pub fn tree(&self, kind: TreeKind) -> &PrefixTree<RankSet> {
         match kind {
             TreeKind::TwoD => &self.tree_2d,

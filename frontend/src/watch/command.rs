@@ -23,7 +23,7 @@ use crate::cli::{
 use crate::exit::Exit;
 use crate::interrupt;
 use crate::result::{StrataResult, now_rfc3339};
-use crate::session::{self, Session};
+use crate::session::Session;
 
 use super::report::{self, Hang};
 use super::{
@@ -206,18 +206,10 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     let progress = std::io::stderr().is_terminal() && !args.json;
     let (plan, mut launcher, key) =
         attach::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
-    let opened = session::open_blocking(
-        crate::roles::runtime()?,
-        &plan,
-        launcher.as_mut(),
-        key,
-        signals,
-    )
-    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
-    let Some((runtime, mut session)) = opened else {
+    let Some((runtime, mut session)) = attach::open_live(&plan, launcher.as_mut(), key, signals)?
+    else {
         return Ok(Exit::Interrupted);
     };
-    attach::report_problems(&session.rank_map);
     if let Some(failure) = attach::nothing_found(&session.rank_map) {
         let _ = runtime.block_on(session.close());
         drop(runtime);
@@ -572,13 +564,7 @@ impl Watch<'_> {
                 .read_variables(Vec::new(), requests.clone())
                 .await
                 .ok_or_else(interrupted)?;
-            let sampled = result
-                .tree_2d
-                .node(strata_filters::NodeId::ROOT)
-                .tasks
-                .clone();
-            result.meta.variables =
-                crate::progress::values::from_reply(&requests, &reply, &sampled);
+            result.set_variables(&requests, &reply);
         }
         Ok(result)
     }
