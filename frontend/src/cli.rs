@@ -340,6 +340,18 @@ pub struct ShowArgs {
 }
 
 impl ShowArgs {
+    /// The terminal UI's first view: granularity, cut, tree, progress order, source dirs.
+    pub fn view_state(&self) -> crate::tui::ViewState {
+        let (opts, kind) = view_options(self);
+        crate::tui::ViewState {
+            kind,
+            opts,
+            progress: self.progress,
+            source_dirs: self.source_dir.clone(),
+            ..Default::default()
+        }
+    }
+
     /// The progress order of `result`, when `--progress` asks for it.
     pub fn progress_order(
         &self,
@@ -381,13 +393,7 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
         if let Some(dir) = &args.output {
             write_files(&result, dir, args.show.progress_order(&result).as_ref())?;
         }
-        let (opts, kind) = view_options(&args.show);
-        let state = crate::tui::ViewState {
-            kind,
-            opts,
-            progress: args.show.progress,
-            ..Default::default()
-        };
+        let state = args.show.view_state();
         let color = color_on(args.show.color, true);
         return crate::tui::run_in_view(result, Box::new(crate::tui::Saved), state, color);
     }

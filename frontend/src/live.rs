@@ -19,7 +19,7 @@ use crate::output;
 use crate::progress::values::{self, VariableReads, VariableSpec};
 use crate::result::{JobInfo, StrataResult};
 use crate::session::Session;
-use crate::tui::{self, Source, ViewState};
+use crate::tui::{self, Source};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
 pub struct LiveSource {
@@ -206,7 +206,7 @@ pub(crate) fn run(
         .as_deref()
         .map(Session::warnings_handle)
         .expect("open");
-    let outcome = tui::run_keeping(result, Box::new(source), ViewState::default(), color);
+    let outcome = tui::run_keeping(result, Box::new(source), args.show.view_state(), color);
     for w in warnings
         .lock()
         .expect("not poisoned")

@@ -199,6 +199,14 @@ impl App {
         };
         app.refresh_rows();
         app.selected = app.rows.first().map_or(NodeId::ROOT, |r| r.node);
+        if app.state.progress && app.source.live() {
+            // Opened with --progress on a live job: the loop counters first, as `p` does.
+            let state = app.state.clone();
+            app.read_loop_variables(&state);
+            if let Err(e) = app.rebuild(state) {
+                app.error(e);
+            }
+        }
         app
     }
 
