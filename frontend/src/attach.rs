@@ -32,15 +32,15 @@ use crate::cli::{AttachArgs, Failure, ResourceManager, show, write_files, write_
 use crate::dump::symbol_options;
 use crate::exit::Exit;
 use crate::interrupt;
-use crate::output;
 use crate::progress::order;
 use crate::progress::source::SourceIndex;
-use crate::progress::values::VariableSpec;
-use crate::result::{
+use crate::session::{self, Outcome, Plan};
+use strata_result::directory as output;
+use strata_result::variables::VariableSpec;
+use strata_result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
 };
-use crate::session::{self, Outcome, Plan};
 
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     run_named(args, None)

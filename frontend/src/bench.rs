@@ -222,10 +222,10 @@ impl Launcher for EmulatorLauncher {
 pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     let params = args.synth.params();
     let tasks = params.daemons as u64 * params.tasks_per_daemon as u64;
-    if tasks > crate::result::MAX_JOB_SIZE as u64 {
+    if tasks > strata_result::MAX_JOB_SIZE as u64 {
         return Err(Failure::new(
             Exit::BadInput,
-            format!("{tasks} tasks: at most {}", crate::result::MAX_JOB_SIZE),
+            format!("{tasks} tasks: at most {}", strata_result::MAX_JOB_SIZE),
         ));
     }
     let topology = Topology::choose(params.daemons, args.fanout, args.depth)

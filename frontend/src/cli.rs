@@ -3,13 +3,14 @@
 //! [`crate::exit`].
 
 use crate::exit::{self, Exit};
-use crate::output;
-use crate::render::{self, Format, text::TextOptions};
-use crate::result::{StrataResult, TreeKind};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use strata_filters::{Granularity, ViewOptions};
+use strata_result::annotation::Annotation;
+use strata_result::directory as output;
+use strata_result::render::{self, Format, text::TextOptions};
+use strata_result::{StrataResult, TreeKind};
 
 /// A failed command: the message (one line, says what to do) and its exit code.
 #[derive(Debug)]
@@ -163,7 +164,7 @@ pub struct AttachArgs {
         value_name = "FUNCTION:VARIABLE",
         conflicts_with = "serial"
     )]
-    pub var: Vec<crate::progress::values::VariableSpec>,
+    pub var: Vec<strata_result::variables::VariableSpec>,
     /// Open the terminal UI on the live session: browse the tree, sample again, read a
     /// rank's full stacks, hand a rank to gdb; quitting detaches (docs/TUI.md).
     #[arg(short = 'i', long, conflicts_with_all = ["serial", "json", "rank"])]
@@ -474,9 +475,9 @@ pub fn show(
     let text = match (&progress, format) {
         (None, _) => render::render(result, format, kind, opts, text_opts),
         (Some(p), Format::Text) => {
-            render::text::render_with_progress(result, kind, opts, text_opts, Some(p))
+            render::text::render_annotated(result, kind, opts, text_opts, Some(p))
         }
-        (Some(p), Format::Dot) => render::dot::render_with_progress(result, kind, opts, Some(p)),
+        (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
         (Some(p), Format::Json) => crate::progress::report::json_text(p),
         (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
     };
@@ -505,12 +506,13 @@ pub fn write_files(
     dir: &std::path::Path,
     progress: Option<&crate::progress::order::ProgressOrder>,
 ) -> Result<(), Failure> {
-    let written = output::write_all(result, dir, progress).map_err(|e| {
-        Failure::new(
-            Exit::BadInput,
-            format!("cannot write result files to {}: {e}", dir.display()),
-        )
-    })?;
+    let written =
+        output::write_all(result, dir, progress.map(|p| p as &dyn Annotation)).map_err(|e| {
+            Failure::new(
+                Exit::BadInput,
+                format!("cannot write result files to {}: {e}", dir.display()),
+            )
+        })?;
     eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
     Ok(())
 }

@@ -15,11 +15,11 @@ use strata_proto::overlay::{Sample, Setup};
 use crate::attach::{self, Place};
 use crate::cli::{AttachArgs, Failure, write_files};
 use crate::exit::Exit;
-use crate::output;
-use crate::progress::values::{self, VariableReads, VariableSpec};
-use crate::result::{JobInfo, StrataResult};
 use crate::session::Session;
 use crate::tui::{self, Source};
+use strata_result::directory as output;
+use strata_result::variables::{self as values, VariableReads, VariableSpec};
+use strata_result::{JobInfo, StrataResult};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
 pub struct LiveSource {

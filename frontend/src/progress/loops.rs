@@ -1,7 +1,7 @@
 //! Loop-order variables in the progress order (STAT's temporal order, section 4.2): which
 //! loops the order needs iteration counts of, which variable stands for each loop's count
 //! (the static analysis of [`super::lov`]), and what every rank's value was (read by the
-//! daemons, kept in the result as [`super::values::VariableReads`]).
+//! daemons, kept in the result as [`strata_result::variables::VariableReads`]).
 //!
 //! A loop is found through the program points of the frames in the tree: every
 //! `Iteration` step of a frame's point is a loop that encloses the frame's line. Its
@@ -10,9 +10,9 @@
 
 use super::lov::{Candidate, Direction};
 use super::point::{ProgramPoint, Step};
-use super::values::VariableReads;
 use std::collections::BTreeMap;
 use strata_proto::overlay::VariableRequest;
+use strata_result::variables::VariableReads;
 
 /// A loop of the program, by where it starts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -160,7 +160,7 @@ impl Loops {
             c.unread = r
                 .classes
                 .iter()
-                .filter(|k| !matches!(k.reading, super::values::Reading::Integer(_)))
+                .filter(|k| !matches!(k.reading, strata_result::variables::Reading::Integer(_)))
                 .map(|k| {
                     format!(
                         "{}:{} = {} for ranks [{}]",

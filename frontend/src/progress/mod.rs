@@ -16,8 +16,6 @@
 //! * [`order`]: the walk down the prefix tree that orders the groups parting at every
 //!   branching point by their first divergent frame, and labels tasks `T1.2` (Section 4.3).
 //! * [`report`]: the order as a user reads it (text, JSON), with the evidence.
-//! * [`values`]: variables read across ranks (`--var`, loop-order variables), merged into
-//!   value classes.
 
 pub mod loops;
 pub mod lov;
@@ -25,7 +23,6 @@ pub mod order;
 pub mod point;
 pub mod report;
 pub mod source;
-pub mod values;
 
 /// Helpers shared by the tests of the modules above.
 #[cfg(test)]

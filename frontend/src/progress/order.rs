@@ -25,73 +25,11 @@ use super::loops::{Loops, loops_of};
 use super::lov::Direction;
 use super::point::{ProgramPoint, Relation, Step, compare};
 use super::source::SourceIndex;
-use crate::result::StrataResult;
 use rustc_hash::FxHashMap;
-use std::fmt;
 use strata_filters::{Frame, Granularity, NodeId, PrefixTree, RankSet, TaskSet, ViewOptions, view};
 use strata_proto::overlay::VariableRequest;
-
-/// One component of a label: the level at one branching point (1 = least progressed
-/// there) and, when several groups share a level, which of them (1 = `a`, 2 = `b`, ...;
-/// 0 when the group is alone at its level).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Tag {
-    pub level: u32,
-    pub tie: u32,
-}
-
-impl fmt::Display for Tag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.level)?;
-        match self.tie {
-            0 => Ok(()),
-            t @ 1..=26 => write!(f, "{}", (b'a' + (t - 1) as u8) as char),
-            t => write!(f, "_{t}"),
-        }
-    }
-}
-
-/// A task's place in the progress order: one tag per branching point on its path, outermost
-/// first. Labels sort least progressed first (`T1 < T1.2 < T2 < T2a < T2b`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Label(pub Vec<Tag>);
-
-impl Label {
-    /// The longest label both start with.
-    pub fn common_prefix(&self, other: &Label) -> Label {
-        Label(
-            self.0
-                .iter()
-                .zip(&other.0)
-                .take_while(|(a, b)| a == b)
-                .map(|(a, _)| *a)
-                .collect(),
-        )
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn child(&self, tag: Tag) -> Label {
-        let mut l = self.0.clone();
-        l.push(tag);
-        Label(l)
-    }
-}
-
-impl fmt::Display for Label {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("T")?;
-        for (i, t) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(".")?;
-            }
-            write!(f, "{t}")?;
-        }
-        Ok(())
-    }
-}
+use strata_result::StrataResult;
+use strata_result::annotation::{Label, Tag};
 
 /// How two groups at one branching point compare, and on what evidence.
 #[derive(Clone, Debug, PartialEq)]
@@ -712,7 +650,7 @@ fn order_groups(
     if n > MAX_GROUPS {
         points.notes.push(format!(
             "{n} groups part ways below {}: more than {MAX_GROUPS}, not compared pairwise (left unordered)",
-            here.as_ref().map_or("the root".to_string(), crate::render::frame_text)
+            here.as_ref().map_or("the root".to_string(), strata_result::render::frame_text)
         ));
         for (i, g) in groups.iter_mut().enumerate() {
             g.tag = Tag {
@@ -811,7 +749,7 @@ fn evidence(a: &Group, b: &Group, parent: Option<&Frame>, loops: &Loops) -> Evid
         ));
     }
     if ca.function != cb.function || ca.file != cb.file {
-        let at = parent.map_or("the root".to_string(), crate::render::frame_text);
+        let at = parent.map_or("the root".to_string(), strata_result::render::frame_text);
         return Evidence::Unordered(format!(
             "different functions ({} and {}) called from {at}: their order is not in the source",
             fa.name(),
@@ -912,9 +850,9 @@ fn compare_with_iterations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::progress::values::{ReadClass, Reading, VariableReads};
-    use crate::result::{RankInfo, ResultMeta, StrataResult, ThreadInfo};
     use strata_filters::CodeFrame;
+    use strata_result::variables::{ReadClass, Reading, VariableReads};
+    use strata_result::{RankInfo, ResultMeta, StrataResult, ThreadInfo};
 
     /// A solver in C; the tests point frames at its lines.
     const SOLVER: &str = r#"#include <mpi.h>

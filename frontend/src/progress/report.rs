@@ -4,15 +4,14 @@
 
 use super::loops::Loops;
 use super::lov::Direction;
-use super::order::{
-    BranchPoint, Evidence, Group, IterationFact, Label, ProgressClass, ProgressOrder,
-};
+use super::order::{BranchPoint, Evidence, Group, IterationFact, ProgressClass, ProgressOrder};
 use super::point::{ProgramPoint, Relation};
-use crate::render::frame_text;
-use crate::render::text::count_label;
 use serde::Serialize;
 use strata_filters::Frame;
 use strata_filters::taskset::format_set;
+use strata_result::annotation::{Annotation, Label};
+use strata_result::render::count_label;
+use strata_result::render::frame_text;
 
 /// Pairs explained per branching point before the rest are summarised (a node with a
 /// hundred children has thousands of pairs).
@@ -590,4 +589,29 @@ pub fn json_text(order: &ProgressOrder) -> String {
     let mut s = serde_json::to_string_pretty(&json(order)).expect("plain data serializes");
     s.push('\n');
     s
+}
+
+/// The progress order as text (with `--progress`), in a result directory.
+pub const PROGRESS_TEXT_FILE: &str = "progress.txt";
+/// The progress order as JSON (with `--progress`), in a result directory.
+pub const PROGRESS_JSON_FILE: &str = "progress.json";
+
+/// The progress order draws on every rendering: `f@[T1.2]` labels, branches least
+/// progressed first, its report after the classes and its two files in a result directory.
+impl Annotation for ProgressOrder {
+    fn node_labels(
+        &self,
+        tree: &strata_filters::PrefixTree<strata_filters::RankSet>,
+    ) -> Vec<Option<Label>> {
+        ProgressOrder::node_labels(self, tree)
+    }
+    fn report_text(&self, max_list: usize) -> String {
+        text(self, max_list)
+    }
+    fn files(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (PROGRESS_TEXT_FILE, text(self, usize::MAX)),
+            (PROGRESS_JSON_FILE, json_text(self)),
+        ]
+    }
 }

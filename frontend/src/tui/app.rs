@@ -14,14 +14,14 @@ use super::source::Source;
 use super::view::{Display, Row, ViewState, cut_regex};
 use crate::progress::order::ProgressOrder;
 use crate::progress::source::SourceIndex;
-use crate::progress::values::{VariableReads, VariableSpec};
-use crate::result::{StrataResult, TreeKind, merge_more};
 use find::Search;
 use panels::help_dialog;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
 use std::fmt;
 use strata_filters::{Frame, NodeId};
+use strata_result::variables::{VariableReads, VariableSpec};
+use strata_result::{StrataResult, TreeKind, merge_more};
 
 /// What the loop must do after a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -802,7 +802,7 @@ impl App {
     }
 
     fn variables_dialog(&mut self, spec: &VariableSpec, reads: &[VariableReads], how: &str) {
-        let text = crate::progress::values::text(reads, 200);
+        let text = strata_result::variables::text(reads, 200);
         self.dialog = Some(Dialog::text(
             format!("{spec} ({how})"),
             text.lines().skip(1).map(String::from).collect(),

@@ -6,8 +6,8 @@
 //! nothing has to be detached before the hand-off; a live session stays attached and can
 //! sample again once gdb has let go.
 
-use crate::result::ResultMeta;
 use strata_filters::RankSet;
+use strata_result::ResultMeta;
 
 /// The command (program and arguments) that opens gdb on `rank`'s process from this host:
 ///
@@ -103,7 +103,7 @@ pub fn shell_line(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{JobInfo, RankInfo};
+    use strata_result::{JobInfo, RankInfo};
 
     fn meta(rm: &str, ranks: Vec<RankInfo>) -> ResultMeta {
         ResultMeta {

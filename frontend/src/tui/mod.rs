@@ -28,7 +28,6 @@ pub use view::ViewState;
 
 use crate::cli::Failure;
 use crate::exit::Exit;
-use crate::result::StrataResult;
 use nix::sys::signal::{SigSet, Signal};
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
@@ -38,6 +37,7 @@ use std::io;
 use std::process::ExitStatus;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
+use strata_result::StrataResult;
 
 /// Runs the UI on `result` until the user quits, in the default view (3D tree, function
 /// granularity, cut below MPI). See [`run_in_view`].

@@ -5,10 +5,10 @@
 //! `strata attach -i` implements the trait over its session. Calls block: the UI says what
 //! it is waiting for before it calls, and no two calls are ever in flight.
 
-use crate::progress::values::{VariableReads, VariableSpec};
-use crate::render::frame_text;
-use crate::result::StrataResult;
 use strata_filters::{Frame, NodeId, PrefixTree, RankSet};
+use strata_result::StrataResult;
+use strata_result::render::frame_text;
+use strata_result::variables::{VariableReads, VariableSpec};
 
 /// Where the UI's result comes from, and what it can do besides showing it.
 pub trait Source {
@@ -150,7 +150,7 @@ pub fn saved_stacks(result: &StrataResult, rank: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::example::ring_result;
+    use strata_result::example::ring_result;
 
     #[test]
     fn saved_sources_refuse_live_work() {

@@ -8,10 +8,6 @@ use super::app::{App, Step};
 use super::source::{Saved, Source};
 use super::view::ViewState;
 use super::{session, ui};
-use crate::example::ring_result;
-use crate::result::{
-    JobInfo, RankInfo, ResultMeta, SamplingInfo, StrataResult, ThreadInfo, TreeKind,
-};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -20,8 +16,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use strata_filters::synth::{SynthJob, SynthParams};
 use strata_filters::{CodeFrame, Frame, Granularity, PrefixTree, RankSet};
+use strata_result::example::ring_result;
+use strata_result::{
+    JobInfo, RankInfo, ResultMeta, SamplingInfo, StrataResult, ThreadInfo, TreeKind,
+};
 
-use crate::progress::values::{ReadClass, Reading, VariableReads, VariableSpec};
+use strata_result::variables::{ReadClass, Reading, VariableReads, VariableSpec};
 
 // ----- helpers -----
 
@@ -803,7 +803,7 @@ fn partial_results_show_missing_ranks_in_red() {
     let mut r = ring_result();
     // Two ranks of a 10-rank job are not in the trees.
     r.meta.job_size = 10;
-    r.meta.missing.push(crate::result::MissingRanks {
+    r.meta.missing.push(strata_result::MissingRanks {
         ranks: "8-9".into(),
         reason: "daemon 1 did not answer".into(),
     });

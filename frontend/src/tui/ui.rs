@@ -9,14 +9,14 @@
 use super::app::App;
 use super::keys::FOOTER;
 use super::view::NodeClass;
-use crate::render::text::count_label;
-use crate::render::text::{edge_label, path_tail};
-use crate::render::{frame_text, header_parts};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use strata_result::render::label::{count_label, edge_label};
+use strata_result::render::text::path_tail;
+use strata_result::render::{frame_text, header_parts};
 
 /// Class colours, smallest class first: the outliers get the loudest.
 const PALETTE: [Color; 12] = [

@@ -7,15 +7,16 @@
 //! Node ids change with each derivation, so whatever must survive an edit (the selection,
 //! collapsed nodes, the focus) is kept as a path of frames and looked up again.
 
-use crate::progress::order::{Label, ProgressOrder};
-use crate::render::frame_text_labelled;
-use crate::result::{StrataResult, TreeKind};
+use crate::progress::order::ProgressOrder;
 use regex::Regex;
 use std::collections::HashSet;
 use strata_filters::{
     EqClass, Frame, Granularity, NodeId, PrefixTree, RankSet, ViewOptions, equivalence_classes,
     view_with_cut,
 };
+use strata_result::annotation::Label;
+use strata_result::render::frame_text_labelled;
+use strata_result::{StrataResult, TreeKind};
 
 /// The view a user has chosen; the undo stack holds these.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -369,7 +370,7 @@ fn class_of(tree: &PrefixTree<RankSet>, classes: &[EqClass<RankSet>]) -> Vec<Nod
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::example::ring_result;
+    use strata_result::example::ring_result;
 
     fn names(d: &Display, rows: &[Row]) -> Vec<String> {
         rows.iter()

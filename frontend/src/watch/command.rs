@@ -22,8 +22,8 @@ use crate::cli::{
 };
 use crate::exit::Exit;
 use crate::interrupt;
-use crate::result::{StrataResult, now_rfc3339};
 use crate::session::Session;
+use strata_result::{StrataResult, now_rfc3339};
 
 use super::report::{self, Hang};
 use super::{
@@ -283,7 +283,7 @@ impl Watch<'_> {
     async fn run(
         &mut self,
         session: &mut Session,
-        job: &crate::result::JobInfo,
+        job: &strata_result::JobInfo,
         sample: &strata_proto::overlay::Sample,
     ) -> Result<Ended, Failure> {
         let ranks: Vec<u32> = session
@@ -473,7 +473,7 @@ impl Watch<'_> {
                 PathBuf::from(format!(
                     "strata-watch-{}-{}",
                     job.id,
-                    crate::output::timestamp_for_path()
+                    strata_result::directory::timestamp_for_path()
                 ))
             });
             let hang = Hang {
@@ -546,7 +546,7 @@ impl Watch<'_> {
     async fn snapshot(
         &self,
         session: &mut Session,
-        job: &crate::result::JobInfo,
+        job: &strata_result::JobInfo,
         sample: &strata_proto::overlay::Sample,
     ) -> Result<StrataResult, Failure> {
         let interrupted =

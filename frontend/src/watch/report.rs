@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use crate::progress::order::ProgressOrder;
 use crate::progress::source::SourceIndex;
-use crate::render::{self, Format, text::TextOptions};
-use crate::result::{JobInfo, StrataResult, TreeKind};
 use strata_filters::ViewOptions;
 use strata_filters::taskset::format_runs;
+use strata_result::render::{self, Format, text::TextOptions};
+use strata_result::{JobInfo, StrataResult, TreeKind};
 
 use super::command::{OnHang, Probed, Trigger};
 use super::{Classification, Stats, Verification};
@@ -51,7 +51,7 @@ pub fn write(
     hang: &Hang,
     progress: &ProgressOrder,
 ) -> std::io::Result<()> {
-    crate::output::write_all(result, dir, Some(progress))?;
+    strata_result::directory::write_all(result, dir, Some(progress))?;
     std::fs::write(dir.join("summary.txt"), summary(result, hang, progress))?;
     let json = serde_json::to_string_pretty(hang).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("watch.json"), json + "\n")

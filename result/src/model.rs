@@ -125,7 +125,7 @@ pub struct ResultMeta {
     pub missing: Vec<MissingRanks>,
     /// Variables read across the ranks after sampling (`--var`, loop-order variables).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub variables: Vec<crate::progress::values::VariableReads>,
+    pub variables: Vec<crate::variables::VariableReads>,
 }
 
 /// A complete result: metadata and the two rank-order trees.
@@ -145,7 +145,7 @@ impl StrataResult {
         reply: &strata_proto::overlay::VariablesReply,
     ) {
         let sampled = self.tree_2d.node(NodeId::ROOT).tasks.clone();
-        self.meta.variables = crate::progress::values::from_reply(requests, reply, &sampled);
+        self.meta.variables = crate::variables::from_reply(requests, reply, &sampled);
     }
 
     pub fn tree(&self, kind: TreeKind) -> &PrefixTree<RankSet> {

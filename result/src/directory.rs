@@ -1,9 +1,9 @@
 //! The result directory: every rendering of one result, under stable file names
 //! (documented in `docs/FORMATS.md`).
 
-use crate::progress::order::ProgressOrder;
+use crate::annotation::Annotation;
+use crate::model::{StrataResult, TreeKind};
 use crate::render::{dot, folded, text};
-use crate::result::{StrataResult, TreeKind};
 use std::io;
 use std::path::{Path, PathBuf};
 use strata_filters::{Granularity, ViewOptions};
@@ -38,17 +38,12 @@ pub fn timestamp_for_path() -> String {
     )
 }
 
-/// The progress order as text (with `--progress`).
-pub const PROGRESS_TEXT_FILE: &str = "progress.txt";
-/// The progress order as JSON (with `--progress`).
-pub const PROGRESS_JSON_FILE: &str = "progress.json";
-
-/// Writes every rendering into `dir` (created if needed); returns the paths written. With a
-/// progress order the tree files carry its labels and the progress files are added.
+/// Writes every rendering into `dir` (created if needed); returns the paths written. With an
+/// annotation (the progress order) the tree files carry its labels and its files are added.
 pub fn write_all(
     result: &StrataResult,
     dir: &Path,
-    progress: Option<&ProgressOrder>,
+    annotation: Option<&dyn Annotation>,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let default = ViewOptions::default();
@@ -60,31 +55,26 @@ pub fn write_all(
         (JSON_FILE, result.to_json()),
         (
             TEXT_FILE,
-            text::render_with_progress(
+            text::render_annotated(
                 result,
                 TreeKind::ThreeD,
                 default,
                 text::TextOptions::default(),
-                progress,
+                annotation,
             ),
         ),
         (
             DOT_3D_FILE,
-            dot::render_with_progress(result, TreeKind::ThreeD, default, progress),
+            dot::render_annotated(result, TreeKind::ThreeD, default, annotation),
         ),
         (
             DOT_2D_FILE,
-            dot::render_with_progress(result, TreeKind::TwoD, default, progress),
+            dot::render_annotated(result, TreeKind::TwoD, default, annotation),
         ),
         (FOLDED_FILE, folded::render(result, TreeKind::TwoD, flame)),
     ];
-    if let Some(p) = progress {
-        files.push((
-            PROGRESS_TEXT_FILE,
-            crate::progress::report::text(p, usize::MAX),
-        ));
-        files.push((PROGRESS_JSON_FILE, crate::progress::report::json_text(p)));
-    }
+    let extra = annotation.map(|a| a.files()).unwrap_or_default();
+    files.extend(extra);
     let mut written = Vec::new();
     for (name, body) in files {
         let path = dir.join(name);

@@ -1,10 +1,11 @@
 //! The terminal tree: STAT-style edge labels (`254:[0,2-255]`), indentation that grows
 //! only where paths branch (a 20-frame chain stays readable), and the equivalence classes.
 
-use super::{frame_text, frame_text_labelled, header_line};
-use crate::progress::order::{Label, ProgressOrder};
-use crate::result::{StrataResult, TreeKind};
-use strata_filters::taskset::{TaskSet, format_set_shortened};
+use super::header::header_line;
+use super::label::{count_label, edge_label, frame_text, frame_text_labelled};
+use crate::annotation::{Annotation, Label};
+use crate::model::{StrataResult, TreeKind};
+use strata_filters::taskset::TaskSet;
 use strata_filters::{
     EqClass, NodeId, PrefixTree, RankSet, ViewOptions, equivalence_classes, view,
 };
@@ -51,22 +52,6 @@ impl Style {
     }
 }
 
-/// A rank set as STAT labels it, `count:[ranks]`, the list shortened to `max_list`
-/// characters.
-pub(crate) fn count_label<S: TaskSet>(set: &S, max_list: usize) -> String {
-    format!("{}:[{}]", set.count(), format_set_shortened(set, max_list))
-}
-
-/// Label of an edge: `count:[ranks]`, plus the thread count when threads were sampled.
-pub(crate) fn edge_label(tree: &PrefixTree<RankSet>, id: NodeId, max_list: usize) -> String {
-    let n = tree.node(id);
-    let mut s = count_label(&n.tasks, max_list);
-    if tree.has_threads() {
-        s.push_str(&format!(" ({} thr)", n.threads.count()));
-    }
-    s
-}
-
 /// Renders the tree `kind` of `result` in view `opts` as terminal text.
 pub fn render(
     result: &StrataResult,
@@ -74,20 +59,20 @@ pub fn render(
     opts: ViewOptions,
     text: TextOptions,
 ) -> String {
-    render_with_progress(result, kind, opts, text, None)
+    render_annotated(result, kind, opts, text, None)
 }
 
-/// [`render`], with the progress order's labels on the frames (`get_norm@[T1]`), branches
-/// in progress order (least progressed first) and the progress section after the classes.
-pub fn render_with_progress(
+/// [`render`], with an analysis drawn over it: its labels on the frames (`get_norm@[T1]`),
+/// branches in label order (least progressed first) and its section after the classes.
+pub fn render_annotated(
     result: &StrataResult,
     kind: TreeKind,
     opts: ViewOptions,
     text: TextOptions,
-    progress: Option<&ProgressOrder>,
+    annotation: Option<&dyn Annotation>,
 ) -> String {
     let tree = view(result.tree(kind), opts);
-    let labels = progress.map(|p| p.node_labels(&tree));
+    let labels = annotation.map(|a| a.node_labels(&tree));
     let style = Style { on: text.color };
     let max_list = text.width.map_or(4000, |w| (w * 2 / 5).max(16));
     let mut out = String::new();
@@ -123,14 +108,11 @@ pub fn render_with_progress(
     ));
     if !result.meta.variables.is_empty() {
         out.push('\n');
-        out.push_str(&crate::progress::values::text(
-            &result.meta.variables,
-            max_list,
-        ));
+        out.push_str(&crate::variables::text(&result.meta.variables, max_list));
     }
-    if let Some(p) = progress {
+    if let Some(a) = annotation {
         out.push('\n');
-        out.push_str(&crate::progress::report::text(p, max_list));
+        out.push_str(&a.report_text(max_list));
     }
     out
 }
@@ -311,12 +293,7 @@ fn classes_text(
 
 /// The last `keep` frames of a leaf's path, fewer if they do not fit in `room` characters
 /// (the leaf frame always stays).
-pub(crate) fn path_tail(
-    tree: &PrefixTree<RankSet>,
-    leaf: NodeId,
-    keep: usize,
-    room: usize,
-) -> String {
+pub fn path_tail(tree: &PrefixTree<RankSet>, leaf: NodeId, keep: usize, room: usize) -> String {
     let frames: Vec<String> = tree.path_frames(leaf).iter().map(frame_text).collect();
     let mut skip = frames.len().saturating_sub(keep);
     loop {

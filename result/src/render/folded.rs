@@ -4,8 +4,8 @@
 //! Each line is one path where ranks end, and the number of ranks that end there. In the
 //! 3D tree a rank is counted once per place it was seen, so counts are "ranks seen here".
 
-use super::frame_text;
-use crate::result::{StrataResult, TreeKind};
+use super::label::frame_text;
+use crate::model::{StrataResult, TreeKind};
 use strata_filters::{RankSet, ViewOptions, view};
 
 /// Renders tree `kind` of `result` in view `opts` as folded stacks.

@@ -6,9 +6,9 @@ use strata_filters::synth::{Placement, SynthJob, SynthParams};
 use strata_filters::{
     ConcatMerge, Frame, Granularity, IndexMap, PrefixTree, RankSet, Special, ViewOptions, remap,
 };
-use strata_frontend::example::ring_result;
-use strata_frontend::render::{dot, folded, text};
-use strata_frontend::result::{
+use strata_result::example::ring_result;
+use strata_result::render::{dot, folded, text};
+use strata_result::{
     JobInfo, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult, ThreadInfo, TreeKind,
 };
 

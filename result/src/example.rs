@@ -8,7 +8,7 @@
 //! through the same path as a live run (daemon trees, merge, remap), so the example
 //! exercises the real pipeline. A test keeps the committed file equal to this output.
 
-use crate::result::{JobInfo, RankInfo, ResultMeta, SamplingInfo, StrataResult};
+use crate::model::{JobInfo, RankInfo, ResultMeta, SamplingInfo, StrataResult};
 use strata_filters::{
     CodeFrame, ConcatMerge, Frame, IndexMap, Module, PrefixTree, TaskRuns, remap,
 };

@@ -1,9 +1,9 @@
 //! The bundled example result stays what the code produces. Regenerate it after an
-//! intended format change with `STRATA_BLESS=1 cargo test -p strata-frontend --test example`.
+//! intended format change with `STRATA_BLESS=1 cargo test -p strata-result --test example`.
 
 use std::path::PathBuf;
-use strata_frontend::example::ring_result;
-use strata_frontend::result::StrataResult;
+use strata_result::StrataResult;
+use strata_result::example::ring_result;
 
 fn example_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/examples/ring-8.json")

@@ -7,7 +7,7 @@
 //! values come back per rank and are merged here, at the front end. They are kept in
 //! `result.json` (`variables`) so that a saved result can be ordered again later.
 
-use crate::render::text::count_label;
+use crate::render::label::count_label;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;

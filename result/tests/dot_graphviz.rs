@@ -6,8 +6,8 @@
 use std::process::Command;
 use strata_filters::taskset::format_set;
 use strata_filters::{Frame, NodeId, PrefixTree, RankSet, ViewOptions};
-use strata_frontend::render::dot;
-use strata_frontend::result::{ResultMeta, StrataResult, TreeKind};
+use strata_result::render::dot;
+use strata_result::{ResultMeta, StrataResult, TreeKind};
 
 const TASKS: u32 = 1 << 20;
 

@@ -12,7 +12,9 @@
 //! happens with long rank lists): labels are shortened, and a longer `bv` is written as
 //! `"..." + "..."` chunks, which the DOT grammar joins back into one string.
 
-use crate::result::{StrataResult, TreeKind};
+use super::label::frame_text_labelled;
+use crate::annotation::Annotation;
+use crate::model::{StrataResult, TreeKind};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 use strata_filters::taskset::{format_set, format_set_shortened};
@@ -75,19 +77,19 @@ const NULL: &str = "\"(null)\"";
 
 /// Renders tree `kind` of `result` in view `opts` as DOT.
 pub fn render(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
-    render_with_progress(result, kind, opts, None)
+    render_annotated(result, kind, opts, None)
 }
 
 /// [`render`] with the progress order's labels: `get_norm@[T1]` in the node label, as in
 /// STAT's temporal order views, and the label alone in a `progress` attribute.
-pub fn render_with_progress(
+pub fn render_annotated(
     result: &StrataResult,
     kind: TreeKind,
     opts: ViewOptions,
-    progress: Option<&crate::progress::order::ProgressOrder>,
+    annotation: Option<&dyn Annotation>,
 ) -> String {
     let tree = view(result.tree(kind), opts);
-    let labels = progress.map(|p| p.node_labels(&tree));
+    let labels = annotation.map(|a| a.node_labels(&tree));
     let label_of = |id: NodeId| {
         labels
             .as_ref()
@@ -121,11 +123,7 @@ pub fn render_with_progress(
             Some(frame) => {
                 let next = PALETTE[colours.len() % PALETTE.len()];
                 let fill = *colours.entry(n.tasks.runs()).or_insert(next);
-                (
-                    super::frame_text_labelled(frame, label_of(id)),
-                    Some(frame),
-                    fill,
-                )
+                (frame_text_labelled(frame, label_of(id)), Some(frame), fill)
             }
         };
         let c = code.and_then(|f| f.code());
