@@ -32,9 +32,9 @@ use crate::cli::{AttachArgs, Failure, ResourceManager, show, write_files, write_
 use crate::dump::symbol_options;
 use crate::exit::Exit;
 use crate::interrupt;
-use crate::progress::order;
-use crate::progress::source::SourceIndex;
 use crate::session::{self, Outcome, Plan};
+use strata_progress::order;
+use strata_progress::source::SourceIndex;
 use strata_result::directory as output;
 use strata_result::variables::VariableSpec;
 use strata_result::{

@@ -357,10 +357,10 @@ impl ShowArgs {
     pub fn progress_order(
         &self,
         result: &StrataResult,
-    ) -> Option<crate::progress::order::ProgressOrder> {
+    ) -> Option<strata_progress::order::ProgressOrder> {
         self.progress.then(|| {
-            let mut sources = crate::progress::source::SourceIndex::new(self.source_dir.clone());
-            crate::progress::order::analyze(result, &mut sources)
+            let mut sources = strata_progress::source::SourceIndex::new(self.source_dir.clone());
+            strata_progress::order::analyze(result, &mut sources)
         })
     }
 }
@@ -441,7 +441,7 @@ pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
 pub fn show(
     result: &StrataResult,
     args: &ShowArgs,
-) -> Result<Option<crate::progress::order::ProgressOrder>, Failure> {
+) -> Result<Option<strata_progress::order::ProgressOrder>, Failure> {
     let (opts, kind) = view_options(args);
     let t = std::time::Instant::now();
     let progress = args.progress_order(result);
@@ -478,7 +478,7 @@ pub fn show(
             render::text::render_annotated(result, kind, opts, text_opts, Some(p))
         }
         (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
-        (Some(p), Format::Json) => crate::progress::report::json_text(p),
+        (Some(p), Format::Json) => strata_progress::report::json_text(p),
         (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
     };
     write_stdout(&text)?;
@@ -504,7 +504,7 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
 pub fn write_files(
     result: &StrataResult,
     dir: &std::path::Path,
-    progress: Option<&crate::progress::order::ProgressOrder>,
+    progress: Option<&strata_progress::order::ProgressOrder>,
 ) -> Result<(), Failure> {
     let written =
         output::write_all(result, dir, progress.map(|p| p as &dyn Annotation)).map_err(|e| {

@@ -15,7 +15,6 @@ pub mod dump;
 pub mod exit;
 pub mod interrupt;
 pub mod live;
-pub mod progress;
 pub mod roles;
 pub mod session;
 pub mod tui;

@@ -12,14 +12,14 @@ mod panels;
 use super::handoff::shell_line;
 use super::source::Source;
 use super::view::{Display, Row, ViewState, cut_regex};
-use crate::progress::order::ProgressOrder;
-use crate::progress::source::SourceIndex;
 use find::Search;
 use panels::help_dialog;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
 use std::fmt;
 use strata_filters::{Frame, NodeId};
+use strata_progress::order::ProgressOrder;
+use strata_progress::source::SourceIndex;
 use strata_result::variables::{VariableReads, VariableSpec};
 use strata_result::{StrataResult, TreeKind, merge_more};
 
@@ -163,7 +163,7 @@ impl App {
         this_host: &str,
     ) -> App {
         let progress = state.progress.then(|| {
-            crate::progress::order::analyze(
+            strata_progress::order::analyze(
                 &result,
                 &mut SourceIndex::new(state.source_dirs.clone()),
             )
@@ -630,7 +630,7 @@ impl App {
     fn rebuild(&mut self, state: ViewState) -> Result<(), String> {
         if state.progress && self.progress.is_none() {
             let mut sources = SourceIndex::new(state.source_dirs.clone());
-            self.progress = Some(crate::progress::order::analyze(&self.result, &mut sources));
+            self.progress = Some(strata_progress::order::analyze(&self.result, &mut sources));
         }
         let (display, used) = Display::build(&self.result, &state, self.progress.as_ref())?;
         let selected = self.selected().map(|n| self.display.full_path(n));
@@ -691,7 +691,7 @@ impl App {
     /// result needs (as `attach --progress` does) into the result, once per result.
     fn read_loop_variables(&mut self, state: &ViewState) {
         let mut sources = SourceIndex::new(state.source_dirs.clone());
-        let requests = crate::progress::order::loop_requests(&self.result, &mut sources);
+        let requests = strata_progress::order::loop_requests(&self.result, &mut sources);
         let missing: Vec<VariableSpec> = requests
             .into_iter()
             .filter(|r| {
@@ -735,7 +735,7 @@ impl App {
             self.info("progress order: no stack traces");
             return;
         };
-        let line = crate::progress::report::least_progressed(order);
+        let line = strata_progress::report::least_progressed(order);
         let notes = order.notes.len();
         let tasks = first.tasks.clone();
         if let Some(&node) = self.display.ending_nodes(&tasks).first() {
@@ -813,9 +813,9 @@ impl App {
     fn progress_dialog(&mut self) {
         if self.progress.is_none() {
             let mut sources = SourceIndex::new(self.state.source_dirs.clone());
-            self.progress = Some(crate::progress::order::analyze(&self.result, &mut sources));
+            self.progress = Some(strata_progress::order::analyze(&self.result, &mut sources));
         }
-        let text = crate::progress::report::text(self.progress.as_ref().expect("set"), 200);
+        let text = strata_progress::report::text(self.progress.as_ref().expect("set"), 200);
         self.dialog = Some(Dialog::text(
             "progress order (least progressed first)".to_string(),
             text.lines().map(String::from).collect(),

@@ -7,13 +7,13 @@
 //! Node ids change with each derivation, so whatever must survive an edit (the selection,
 //! collapsed nodes, the focus) is kept as a path of frames and looked up again.
 
-use crate::progress::order::ProgressOrder;
 use regex::Regex;
 use std::collections::HashSet;
 use strata_filters::{
     EqClass, Frame, Granularity, NodeId, PrefixTree, RankSet, ViewOptions, equivalence_classes,
     view_with_cut,
 };
+use strata_progress::order::ProgressOrder;
 use strata_result::annotation::Label;
 use strata_result::render::frame_text_labelled;
 use strata_result::{StrataResult, TreeKind};

@@ -555,9 +555,9 @@ impl Watch<'_> {
         let mut result = attach::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result;
         // The loop counters the report's progress order needs, read as attach --progress
         // reads them: who is behind inside the time-step loop.
-        let requests = crate::progress::order::loop_requests(
+        let requests = strata_progress::order::loop_requests(
             &result,
-            &mut crate::progress::source::SourceIndex::new(Vec::new()),
+            &mut strata_progress::source::SourceIndex::new(Vec::new()),
         );
         if !requests.is_empty() {
             let reply = session

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::progress::order::ProgressOrder;
-use crate::progress::source::SourceIndex;
 use strata_filters::ViewOptions;
 use strata_filters::taskset::format_runs;
+use strata_progress::order::ProgressOrder;
+use strata_progress::source::SourceIndex;
 use strata_result::render::{self, Format, text::TextOptions};
 use strata_result::{JobInfo, StrataResult, TreeKind};
 
@@ -86,7 +86,7 @@ fn whereabouts(result: &StrataResult, rank: u32) -> String {
 /// The progress order of the snapshot (who is behind, by position in the code), with the
 /// sources where the debug info says they are.
 pub fn progress_of(result: &StrataResult) -> ProgressOrder {
-    crate::progress::order::analyze(result, &mut SourceIndex::new(Vec::new()))
+    strata_progress::order::analyze(result, &mut SourceIndex::new(Vec::new()))
 }
 
 /// The one-page text summary (also printed on stdout when the hang is found).
@@ -192,7 +192,7 @@ pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> 
     }
     let _ = writeln!(s);
     // Who is behind, before the tree: the first thing a person triaging wants.
-    s.push_str(&crate::progress::report::text(progress, 200));
+    s.push_str(&strata_progress::report::text(progress, 200));
     let _ = writeln!(s);
     let _ = writeln!(
         s,

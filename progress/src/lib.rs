@@ -2,7 +2,7 @@
 //!
 //! STAT's prefix tree groups ranks by call path; it cannot say which group is behind. The
 //! temporal order analysis of Ahn et al. ("Scalable Temporal Order Analysis for Large Scale
-//! Debugging", SC'09; `papers/stat-temporal-order-analysis.md`) orders the frames of one
+//! Debugging", SC 2009) orders the frames of one
 //! function by where their lines sit in the function's control structure: a line earlier in
 //! straight-line code is less progressed, a line in a loop needs the loop's iteration count,
 //! and lines in different arms of one conditional are never ordered.
@@ -15,7 +15,14 @@
 //! * [`lov`]: a loop's loop-order variables (Section 4.2), read to order ranks in one loop.
 //! * [`order`]: the walk down the prefix tree that orders the groups parting at every
 //!   branching point by their first divergent frame, and labels tasks `T1.2` (Section 4.3).
-//! * [`report`]: the order as a user reads it (text, JSON), with the evidence.
+//! * [`report`]: the order as a user reads it (text, JSON), with the evidence, and the
+//!   [`Annotation`](strata_result::annotation::Annotation) that draws it on the renderings.
+//!
+//! Design constraints: pure analysis over a [`StrataResult`](strata_result::StrataResult)
+//! and the job's source files, which it only reads. No ptrace, no network, no terminal: the
+//! values of loop-order variables are read by the daemons and reach this crate as data in
+//! the result. Whatever cannot be decided (sources missing, different branches, no loop
+//! variable) is reported as undecided with the reason, never guessed.
 
 pub mod loops;
 pub mod lov;

@@ -2091,7 +2091,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    use crate::progress::testing::line_of;
+    use crate::testing::line_of;
 
     /// The loop variables of the loop on the line holding `loop_marker`.
     fn analyse(language: Language, text: &str, loop_marker: &str) -> LoopVariables {
@@ -3272,10 +3272,7 @@ void j(int n) {
     // ---- Through the index, and errors -------------------------------------------------
 
     fn testdata(name: &str) -> String {
-        format!(
-            "{}/src/progress/testdata/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        )
+        format!("{}/src/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
     #[test]

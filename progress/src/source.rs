@@ -1026,21 +1026,18 @@ fn steps_to(function: Node, line: u32, language: Language, source: &[u8]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::progress::point::{Relation, compare};
+    use crate::point::{Relation, compare};
     use proptest::prelude::*;
 
     fn testdata(name: &str) -> String {
-        format!(
-            "{}/src/progress/testdata/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        )
+        format!("{}/src/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
     fn read_testdata(name: &str) -> String {
         std::fs::read_to_string(testdata(name)).expect("test fixture")
     }
 
-    use crate::progress::testing::line_of;
+    use crate::testing::line_of;
 
     /// The point of the line holding `marker` in a fixture file, through a SourceIndex.
     fn point_of(index: &mut SourceIndex, name: &str, marker: &str) -> ProgramPoint {
