@@ -30,7 +30,7 @@ use crate::procfs::Pid;
 use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
 use crate::stack_text::render_process;
 use crate::symbols::{SymbolOptions, Symbolizer};
-use crate::variables;
+use crate::variables::{self, VariableCache};
 
 /// Where a daemon sits in the tree.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
         index: place.index,
         host: hostname(),
         tasks: Vec::new(),
-        sampler: Some(Sampler::new(Symbolizer::new(SymbolOptions::default()))),
+        caches: Some(Caches::new(SymbolOptions::default())),
         capturer: Arc::new(Capturer::with_default_threads()),
         last: Vec::new(),
         hold: None,
@@ -203,13 +203,31 @@ fn failpoint(index: u32, command: &str) {
     }
 }
 
+/// What a daemon learns about its targets' binaries and keeps across commands: the
+/// sampler's caches (parsed binaries, address spaces, DWARF, trace frames) and the
+/// variable plans made from that DWARF.
+#[derive(Debug)]
+struct Caches {
+    sampler: Sampler,
+    plans: VariableCache,
+}
+
+impl Caches {
+    fn new(symbols: SymbolOptions) -> Caches {
+        Caches {
+            sampler: Sampler::new(Symbolizer::new(symbols)),
+            plans: VariableCache::default(),
+        }
+    }
+}
+
 struct State {
     index: u32,
     host: String,
     /// This daemon's tasks, in rank order: task index = position.
     tasks: Vec<Task>,
-    /// Lent to the sampling thread while it runs.
-    sampler: Option<Sampler>,
+    /// Lent to the thread that samples or reads variables while it runs.
+    caches: Option<Caches>,
     capturer: Arc<Capturer>,
     /// Per task, the stacks of its last successful sample.
     last: Vec<Option<LastStacks>>,
@@ -235,7 +253,7 @@ impl State {
         };
         let debug_dirs: Vec<std::path::PathBuf> = s.debug_dirs.iter().map(Into::into).collect();
         if !debug_dirs.is_empty() {
-            self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions { debug_dirs })));
+            self.caches = Some(Caches::new(SymbolOptions { debug_dirs }));
         }
         let (index, host, share) = (self.index, self.host.clone(), s.share);
         let joined = tokio::task::spawn_blocking(move || {
@@ -314,37 +332,39 @@ impl State {
         stop: Arc<AtomicBool>,
         mut progress: impl FnMut(u32) + Send + 'static,
     ) -> Result<Sampled, String> {
-        self.with_sampler(move |sampler, capturer| {
+        self.with_caches(move |caches, capturer| {
             let stop_now = || stop.load(Ordering::SeqCst);
-            sampler.sample(capturer, &tasks, &options, &stop_now, &mut progress)
+            caches
+                .sampler
+                .sample(capturer, &tasks, &options, &stop_now, &mut progress)
         })
         .await
     }
 
-    /// Runs `work` with the sampler (its caches: parsed binaries, DWARF, variable plans) on
-    /// a blocking thread, and takes the sampler back. `Err` when the work panicked: a bug,
-    /// reported by the caller as every task failing, while the daemon stays alive with a
-    /// fresh sampler (the capture threads have let the targets go).
-    async fn with_sampler<T: Send + 'static>(
+    /// Runs `work` with the caches (parsed binaries, DWARF, variable plans) on a blocking
+    /// thread, and takes them back. `Err` when the work panicked: a bug, reported by the
+    /// caller as every task failing, while the daemon stays alive with fresh caches (the
+    /// capture threads have let the targets go).
+    async fn with_caches<T: Send + 'static>(
         &mut self,
-        work: impl FnOnce(&mut Sampler, &Capturer) -> T + Send + 'static,
+        work: impl FnOnce(&mut Caches, &Capturer) -> T + Send + 'static,
     ) -> Result<T, String> {
-        let Some(mut sampler) = self.sampler.take() else {
+        let Some(mut caches) = self.caches.take() else {
             return Err("daemon error: the sampler is busy".into());
         };
         let capturer = self.capturer.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let out = work(&mut sampler, &capturer);
-            (sampler, out)
+            let out = work(&mut caches, &capturer);
+            (caches, out)
         })
         .await;
         match joined {
-            Ok((sampler, out)) => {
-                self.sampler = Some(sampler);
+            Ok((caches, out)) => {
+                self.caches = Some(caches);
                 Ok(out)
             }
             Err(e) => {
-                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                self.caches = Some(Caches::new(SymbolOptions::default()));
                 Err(format!("daemon error: {e}"))
             }
         }
@@ -445,20 +465,24 @@ impl State {
         let tasks = wanted.clone();
         let requests = r.requests;
         let reads = self
-            .with_sampler(move |sampler, capturer| {
+            .with_caches(move |caches, capturer| {
+                let Caches { sampler, plans } = caches;
                 tasks
                     .iter()
                     .zip(held)
                     .map(|(task, held)| match held {
-                        Some(capture) => variables::read_captured(sampler, &capture, &requests),
-                        None => {
-                            variables::read_variables(capturer, sampler, &[task.pid], &requests)
-                                .pop()
-                                .map_or_else(
-                                    || Err("daemon error: no read".to_string()),
-                                    |r| r.values,
-                                )
+                        Some(capture) => {
+                            variables::read_captured(sampler, plans, &capture, &requests)
                         }
+                        None => variables::read_variables(
+                            capturer,
+                            sampler,
+                            plans,
+                            &[task.pid],
+                            &requests,
+                        )
+                        .pop()
+                        .map_or_else(|| Err("daemon error: no read".to_string()), |r| r.values),
                     })
                     .collect::<Vec<Result<Vec<pb::VariableValue>, String>>>()
             })

@@ -29,7 +29,8 @@
 //! `.debug_loclists` list covering the address), the function's frame base expression,
 //! and its scalar type. It does not depend on the process (the load bias is applied during
 //! evaluation), so every rank of one binary stopped at one address shares it:
-//! [`VariableCache`] keeps plans per (image, address, inline depth, variable). The DWARF is
+//! [`VariableCache`] keeps plans per (image, address, inline depth, variable); the caller
+//! owns it (next to its [`Sampler`]) and passes it to every read. The DWARF is
 //! the symbolizer's, already loaded, its units parsed once
 //! ([`Symbolizer::with_dwarf`](crate::symbols::Symbolizer::with_dwarf)).
 //!
@@ -64,7 +65,7 @@ use crate::memory::{Layered, MemoryReader, ProcessMemory, Registers};
 use crate::procfs::{self, Pid};
 use crate::sampler::Sampler;
 use crate::stacks::DEFAULT_MAX_FRAMES;
-use crate::symbols::{DwarfReader, DwarfView, SourceFrame};
+use crate::symbols::{DwarfReader, DwarfView, SourceFrame, Symbolizer};
 use crate::unwind::{FrameKind, Recovery, UnwoundFrame, UnwoundStack, WalkEnd, unwind};
 
 /// A rank is let go after this long even if its reads have not finished (they normally
@@ -94,17 +95,19 @@ pub struct RankRead {
 pub fn read_variables(
     capturer: &Capturer,
     sampler: &mut Sampler,
+    plans: &VariableCache,
     pids: &[Pid],
     requests: &[VariableRequest],
 ) -> Vec<RankRead> {
     pids.iter()
-        .map(|&pid| read_rank(capturer, sampler, pid, requests))
+        .map(|&pid| read_rank(capturer, sampler, plans, pid, requests))
         .collect()
 }
 
 fn read_rank(
     capturer: &Capturer,
     sampler: &mut Sampler,
+    plans: &VariableCache,
     pid: Pid,
     requests: &[VariableRequest],
 ) -> RankRead {
@@ -119,7 +122,7 @@ fn read_rank(
         }
     };
     let read_start = Instant::now();
-    let values = read_captured(sampler, held.capture(), requests);
+    let values = read_captured(sampler, plans, held.capture(), requests);
     let stopped_for = held.capture().stopped_for + read_start.elapsed();
     let values = match held.release() {
         Ok(_) => values,
@@ -172,6 +175,7 @@ fn capture_error(e: &CaptureError) -> String {
 /// for the values to be those of the capture.
 pub fn read_captured(
     sampler: &mut Sampler,
+    plans: &VariableCache,
     capture: &TaskCapture,
     requests: &[VariableRequest],
 ) -> Result<Vec<VariableValue>, String> {
@@ -190,7 +194,7 @@ pub fn read_captured(
         second: &live,
     };
     let stack = unwind(&snapshot.regs, &memory, &space, DEFAULT_MAX_FRAMES);
-    let frames = source_frames(sampler, &space, &stack);
+    let frames = source_frames(sampler.symbolizer(), &space, &stack);
     Ok(requests
         .iter()
         .map(|request| {
@@ -199,7 +203,7 @@ pub fn read_captured(
                 stack: &stack,
                 memory: &memory,
             };
-            read_request(sampler, &at, &frames, request)
+            read_request(sampler.symbolizer(), plans, &at, &frames, request)
         })
         .collect())
 }
@@ -215,7 +219,11 @@ struct SourceAt {
 
 /// Every source frame of the stack, innermost first. Frames outside any mapping (JIT
 /// code) have no name to match and are left out.
-fn source_frames(sampler: &Sampler, space: &AddressSpace, stack: &UnwoundStack) -> Vec<SourceAt> {
+fn source_frames(
+    symbolizer: &Symbolizer,
+    space: &AddressSpace,
+    stack: &UnwoundStack,
+) -> Vec<SourceAt> {
     let mut out = Vec::new();
     for (physical, frame) in stack.frames.iter().enumerate() {
         let Some(mapping) = frame.mapping else {
@@ -225,12 +233,7 @@ fn source_frames(sampler: &Sampler, space: &AddressSpace, stack: &UnwoundStack) 
             continue;
         };
         let svma = frame.lookup_pc.wrapping_sub(mapped.bias);
-        for (depth, source) in sampler
-            .symbolizer()
-            .symbolize(mapped, svma)
-            .iter()
-            .enumerate()
-        {
+        for (depth, source) in symbolizer.symbolize(mapped, svma).iter().enumerate() {
             out.push(SourceAt {
                 physical,
                 mapping,
@@ -250,7 +253,8 @@ struct Frame<'a> {
 }
 
 fn read_request(
-    sampler: &Sampler,
+    symbolizer: &Symbolizer,
+    plans: &VariableCache,
     at: &Frame<'_>,
     frames: &[SourceAt],
     request: &VariableRequest,
@@ -297,7 +301,15 @@ fn read_request(
         ..VariableValue::default()
     };
     let svma = frame.lookup_pc.wrapping_sub(mapped.bias);
-    let read = plan(sampler, mapped, svma, found, request.variable.trim()).and_then(|plan| {
+    let read = plan(
+        symbolizer,
+        plans,
+        mapped,
+        svma,
+        found,
+        request.variable.trim(),
+    )
+    .and_then(|plan| {
         let state = FrameState {
             frame,
             memory: at.memory,
@@ -446,7 +458,9 @@ fn bad_dwarf(e: gimli::Error) -> Unreadable {
 }
 
 /// Plans by (image, address in the image, inline depth, variable name), shared by every
-/// rank of a daemon. Failures are kept too: they depend on the DWARF alone.
+/// rank of a daemon. Failures are kept too: they depend on the DWARF alone. Owned by the
+/// caller of the reads (the daemon keeps one beside its sampler), not by the sampler:
+/// sampling knows nothing of variables.
 #[derive(Default)]
 pub struct VariableCache {
     plans: Mutex<HashMap<PlanKey, Result<Arc<Plan>, Unreadable>>>,
@@ -508,13 +522,13 @@ enum Source {
 /// The plan of `variable` in source frame `at` (at `svma` of `mapped`), from the cache or
 /// from DWARF.
 fn plan(
-    sampler: &Sampler,
+    symbolizer: &Symbolizer,
+    plans: &VariableCache,
     mapped: &MappedImage,
     svma: u64,
     at: &SourceAt,
     variable: &str,
 ) -> Result<Arc<Plan>, Unreadable> {
-    let symbolizer = sampler.symbolizer();
     let no_debug = || {
         error(format!(
             "no debug information for {} (build with -g)",
@@ -528,7 +542,7 @@ fn plan(
         depth: at.depth,
         variable: variable.to_string(),
     };
-    let cache = &sampler.variable_cache().plans;
+    let cache = &plans.plans;
     if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return hit;
     }
