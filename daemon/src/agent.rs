@@ -87,15 +87,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
         let _ = queue_tx.send(None);
     });
 
-    let mut state = State {
-        index: place.index,
-        host: hostname(),
-        tasks: Vec::new(),
-        caches: Some(Caches::new(SymbolOptions::default())),
-        capturer: Arc::new(Capturer::with_default_threads()),
-        last: Vec::new(),
-        hold: None,
-    };
+    let mut state = State::new(place.index, hostname(), Capturer::with_default_threads());
     while let Some(Some(cmd)) = queue.recv().await {
         let id = cmd.id;
         let Some(action) = cmd.action else { continue };
@@ -213,9 +205,10 @@ struct Caches {
 }
 
 impl Caches {
-    fn new(symbols: SymbolOptions) -> Caches {
+    /// Empty caches for a session with these symbol settings.
+    fn new(symbols: &SymbolOptions) -> Caches {
         Caches {
-            sampler: Sampler::new(Symbolizer::new(symbols)),
+            sampler: Sampler::new(Symbolizer::new(symbols.clone())),
             plans: VariableCache::default(),
         }
     }
@@ -224,6 +217,8 @@ impl Caches {
 struct State {
     index: u32,
     host: String,
+    /// The session's symbol settings (`--debug-dir`): every sampler is built with them.
+    symbols: SymbolOptions,
     /// This daemon's tasks, in rank order: task index = position.
     tasks: Vec<Task>,
     /// Lent to the thread that samples or reads variables while it runs.
@@ -235,6 +230,32 @@ struct State {
 }
 
 impl State {
+    fn new(index: u32, host: String, capturer: Capturer) -> State {
+        let symbols = SymbolOptions::default();
+        State {
+            index,
+            host,
+            tasks: Vec::new(),
+            caches: Some(Caches::new(&symbols)),
+            symbols,
+            capturer: Arc::new(capturer),
+            last: Vec::new(),
+            hold: None,
+        }
+    }
+
+    /// The setup's `--debug-dir`s, if it names any: the caches start over with them (the
+    /// DWARF found so far may not be what they hold). None named keeps the current ones.
+    fn use_debug_dirs(&mut self, dirs: &[String]) {
+        if dirs.is_empty() {
+            return;
+        }
+        self.symbols = SymbolOptions {
+            debug_dirs: dirs.iter().map(Into::into).collect(),
+        };
+        self.caches = Some(Caches::new(&self.symbols));
+    }
+
     async fn setup(&mut self, s: pb::Setup) -> SetupReply {
         let selector = match s.target {
             Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as Pid).collect()),
@@ -251,10 +272,7 @@ impl State {
             uid: s.uid,
             ..discovery::Options::for_current_process()
         };
-        let debug_dirs: Vec<std::path::PathBuf> = s.debug_dirs.iter().map(Into::into).collect();
-        if !debug_dirs.is_empty() {
-            self.caches = Some(Caches::new(SymbolOptions { debug_dirs }));
-        }
+        self.use_debug_dirs(&s.debug_dirs);
         let (index, host, share) = (self.index, self.host.clone(), s.share);
         let joined = tokio::task::spawn_blocking(move || {
             // A job's tasks may not be visible yet right after it started (srun launches
@@ -364,7 +382,9 @@ impl State {
                 Ok(out)
             }
             Err(e) => {
-                self.caches = Some(Caches::new(SymbolOptions::default()));
+                // Built from the session's settings, as at setup: a sampler with the
+                // defaults would no longer find debug info in the `--debug-dir`s.
+                self.caches = Some(Caches::new(&self.symbols));
                 Err(format!("daemon error: {e}"))
             }
         }
@@ -895,5 +915,42 @@ impl HoldSession {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         released
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A panic in sampling work (a bug) leaves the daemon with fresh caches built from the
+    /// session's settings: separate debug info in a `--debug-dir` is still found after it.
+    #[test]
+    fn panic_recovery_keeps_debug_dirs() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let mut state = State::new(0, "here".into(), Capturer::new(1));
+            state.use_debug_dirs(&["/opt/job/debug".to_string()]);
+            let dirs = vec![PathBuf::from("/opt/job/debug")];
+            let debug_dirs = |state: &State| {
+                let caches = state.caches.as_ref().expect("caches back after the work");
+                caches.sampler.symbolizer().options().debug_dirs.clone()
+            };
+            assert_eq!(debug_dirs(&state), dirs);
+
+            let worked: Result<(), String> = state
+                .with_caches(|_, _| panic!("a bug in sampling work"))
+                .await;
+            let e = worked.expect_err("the panic is reported");
+            assert!(e.starts_with("daemon error:"), "{e}");
+            assert_eq!(
+                debug_dirs(&state),
+                dirs,
+                "the rebuilt sampler lost --debug-dir"
+            );
+        });
     }
 }
