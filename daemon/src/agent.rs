@@ -53,21 +53,34 @@ const MAX_HOLD: Duration = Duration::from_secs(600);
 /// starts, even if its hold was about to end: the values must be those of its capture.
 const HELD_READ: Duration = Duration::from_secs(10);
 
+/// Why a daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The command line placed it nowhere in a tree.
+    #[error("daemon {index} of {daemons} with {parents} parent(s): not a place in a tree")]
+    NoPlace {
+        index: u32,
+        daemons: u32,
+        parents: usize,
+    },
+    /// Its parent could not be reached or refused it.
+    #[error(transparent)]
+    Link(#[from] link::LinkError),
+}
+
 /// Runs the daemon until shut down or orphaned.
-pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
+pub async fn run(place: Place, key: SessionKey) -> Result<(), AgentError> {
     if place.parents.is_empty() || place.index >= place.daemons {
-        return Err(format!(
-            "daemon {} of {} with {} parent(s): not a place in a tree",
-            place.index,
-            place.daemons,
-            place.parents.len()
-        ));
+        return Err(AgentError::NoPlace {
+            index: place.index,
+            daemons: place.daemons,
+            parents: place.parents.len(),
+        });
     }
     let p = parent_of(place.index, place.daemons, place.parents.len() as u32);
     let parent = &place.parents[p as usize];
-    let ParentLink { up, mut down } = link::connect(parent, &key, Role::Daemon, place.index)
-        .await
-        .map_err(|e| e.to_string())?;
+    let ParentLink { up, mut down } =
+        link::connect(parent, &key, Role::Daemon, place.index).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let (queue_tx, mut queue) = mpsc::unbounded_channel::<Option<Command>>();
@@ -493,6 +506,7 @@ impl State {
                     .map(|(task, held)| match held {
                         Some(capture) => {
                             variables::read_captured(sampler, plans, &capture, &requests)
+                                .map_err(|e| e.to_string())
                         }
                         None => variables::read_variables(
                             capturer,
@@ -502,7 +516,10 @@ impl State {
                             &requests,
                         )
                         .pop()
-                        .map_or_else(|| Err("daemon error: no read".to_string()), |r| r.values),
+                        .map_or_else(
+                            || Err("daemon error: no read".to_string()),
+                            |r| r.values.map_err(|e| e.to_string()),
+                        ),
                     })
                     .collect::<Vec<Result<Vec<pb::VariableValue>, String>>>()
             })

@@ -437,7 +437,7 @@ fn a_held_rank_is_read_from_its_hold_and_stays_held() {
         &[request("solve", "it")],
     );
     let e = again[0].values.as_ref().unwrap_err();
-    assert!(e.contains("already held"), "{e}");
+    assert!(e.to_string().contains("already held"), "{e}");
     held.release().expect("still held");
     assert_free(pid);
 }
@@ -460,7 +460,10 @@ fn a_rank_that_exited_says_so() {
         &[pid],
         &[request("solve", "it")],
     );
-    assert_eq!(reads[0].values.as_ref().unwrap_err(), "rank exited");
+    assert_eq!(
+        reads[0].values.as_ref().unwrap_err().to_string(),
+        "rank exited"
+    );
     assert_eq!(reads[0].stopped_for, None);
 }
 

@@ -88,12 +88,43 @@ use frames::{SourceAt, find_frame, source_frames, stack_summary};
 /// take microseconds; the first read of a binary parses DWARF units while it is stopped).
 const HOLD_LIMIT: Duration = Duration::from_secs(2);
 
+/// Why nothing could be read in a rank (each request's own failure is in its
+/// [`VariableValue`] instead).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RankReadError {
+    /// The rank is gone (or going): no process, a zombie, or exited while stopped.
+    #[error("rank exited")]
+    Exited,
+    /// The capture could not stop the rank (already traced, held, not permitted...).
+    #[error(transparent)]
+    Capture(CaptureError),
+    #[error("the main thread was not captured (it exited?)")]
+    NoMainThread,
+    #[error("main thread: {0}")]
+    MainThread(ThreadError),
+    /// The hold's deadline let the rank run before the reads ended: memory read after
+    /// that moment may not match the registers of the capture.
+    #[error("the read took over {limit:?} and the rank ran meanwhile: read again")]
+    RanDuringRead { limit: Duration },
+}
+
+impl From<CaptureError> for RankReadError {
+    fn from(e: CaptureError) -> RankReadError {
+        match e {
+            CaptureError::NoSuchProcess(_)
+            | CaptureError::Zombie(_)
+            | CaptureError::ExitedDuringCapture { .. } => RankReadError::Exited,
+            other => RankReadError::Capture(other),
+        }
+    }
+}
+
 /// One rank's reads.
 #[derive(Clone, Debug)]
 pub struct RankRead {
     /// One value per request, in request order; `Err` when nothing could be read (the rank
     /// exited, could not be stopped, its main thread has no registers).
-    pub values: Result<Vec<VariableValue>, String>,
+    pub values: Result<Vec<VariableValue>, RankReadError>,
     /// How long the rank was kept from running, when it was stopped for this read.
     pub stopped_for: Option<Duration>,
 }
@@ -125,7 +156,7 @@ fn read_rank(
         Ok(held) => held,
         Err(e) => {
             return RankRead {
-                values: Err(capture_error(&e)),
+                values: Err(e.into()),
                 stopped_for: None,
             };
         }
@@ -135,11 +166,7 @@ fn read_rank(
     let stopped_for = held.capture().stopped_for + read_start.elapsed();
     let values = match held.release() {
         Ok(_) => values,
-        // The deadline let the rank run before the reads ended: memory read after that
-        // moment may not match the registers of the capture.
-        Err(_) => Err(format!(
-            "the read took over {HOLD_LIMIT:?} and the rank ran meanwhile: read again"
-        )),
+        Err(_) => Err(RankReadError::RanDuringRead { limit: HOLD_LIMIT }),
     };
     RankRead {
         values,
@@ -169,16 +196,6 @@ fn prepare(sampler: &mut Sampler, pid: Pid) {
     }
 }
 
-/// What a failed capture means for a variable read, in one line.
-fn capture_error(e: &CaptureError) -> String {
-    match e {
-        CaptureError::NoSuchProcess(_)
-        | CaptureError::Zombie(_)
-        | CaptureError::ExitedDuringCapture { .. } => "rank exited".to_string(),
-        other => other.to_string(),
-    }
-}
-
 /// Reads `requests` in the main thread of a task that is stopped now and was captured
 /// when it stopped (a held task): memory is read live, so the task must still be stopped
 /// for the values to be those of the capture.
@@ -187,14 +204,12 @@ pub fn read_captured(
     plans: &VariableCache,
     capture: &TaskCapture,
     requests: &[VariableRequest],
-) -> Result<Vec<VariableValue>, String> {
-    let main = capture
-        .main_thread()
-        .ok_or("the main thread was not captured (it exited?)")?;
+) -> Result<Vec<VariableValue>, RankReadError> {
+    let main = capture.main_thread().ok_or(RankReadError::NoMainThread)?;
     let snapshot = match &main.snapshot {
         Ok(s) => s,
-        Err(ThreadError::Exited) => return Err("rank exited".into()),
-        Err(e) => return Err(format!("main thread: {e}")),
+        Err(ThreadError::Exited) => return Err(RankReadError::Exited),
+        Err(e) => return Err(RankReadError::MainThread(e.clone())),
     };
     let live = ProcessMemory::new(capture.pid);
     let space = sampler.address_space(capture.pid, &capture.maps, &live);
