@@ -30,7 +30,7 @@ use crate::procfs::Pid;
 use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
 use crate::stack_text::render_process;
 use crate::symbols::{SymbolOptions, Symbolizer};
-use crate::variables;
+use crate::variables::{self, VariableCache};
 
 /// Where a daemon sits in the tree.
 #[derive(Clone, Debug)]
@@ -53,21 +53,34 @@ const MAX_HOLD: Duration = Duration::from_secs(600);
 /// starts, even if its hold was about to end: the values must be those of its capture.
 const HELD_READ: Duration = Duration::from_secs(10);
 
+/// Why a daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The command line placed it nowhere in a tree.
+    #[error("daemon {index} of {daemons} with {parents} parent(s): not a place in a tree")]
+    NoPlace {
+        index: u32,
+        daemons: u32,
+        parents: usize,
+    },
+    /// Its parent could not be reached or refused it.
+    #[error(transparent)]
+    Link(#[from] link::LinkError),
+}
+
 /// Runs the daemon until shut down or orphaned.
-pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
+pub async fn run(place: Place, key: SessionKey) -> Result<(), AgentError> {
     if place.parents.is_empty() || place.index >= place.daemons {
-        return Err(format!(
-            "daemon {} of {} with {} parent(s): not a place in a tree",
-            place.index,
-            place.daemons,
-            place.parents.len()
-        ));
+        return Err(AgentError::NoPlace {
+            index: place.index,
+            daemons: place.daemons,
+            parents: place.parents.len(),
+        });
     }
     let p = parent_of(place.index, place.daemons, place.parents.len() as u32);
     let parent = &place.parents[p as usize];
-    let ParentLink { up, mut down } = link::connect(parent, &key, Role::Daemon, place.index)
-        .await
-        .map_err(|e| e.to_string())?;
+    let ParentLink { up, mut down } =
+        link::connect(parent, &key, Role::Daemon, place.index).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let (queue_tx, mut queue) = mpsc::unbounded_channel::<Option<Command>>();
@@ -87,15 +100,7 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), String> {
         let _ = queue_tx.send(None);
     });
 
-    let mut state = State {
-        index: place.index,
-        host: hostname(),
-        tasks: Vec::new(),
-        sampler: Some(Sampler::new(Symbolizer::new(SymbolOptions::default()))),
-        capturer: Arc::new(Capturer::with_default_threads()),
-        last: Vec::new(),
-        hold: None,
-    };
+    let mut state = State::new(place.index, hostname(), Capturer::with_default_threads());
     while let Some(Some(cmd)) = queue.recv().await {
         let id = cmd.id;
         let Some(action) = cmd.action else { continue };
@@ -203,13 +208,34 @@ fn failpoint(index: u32, command: &str) {
     }
 }
 
+/// What a daemon learns about its targets' binaries and keeps across commands: the
+/// sampler's caches (parsed binaries, address spaces, DWARF, trace frames) and the
+/// variable plans made from that DWARF.
+#[derive(Debug)]
+struct Caches {
+    sampler: Sampler,
+    plans: VariableCache,
+}
+
+impl Caches {
+    /// Empty caches for a session with these symbol settings.
+    fn new(symbols: &SymbolOptions) -> Caches {
+        Caches {
+            sampler: Sampler::new(Symbolizer::new(symbols.clone())),
+            plans: VariableCache::default(),
+        }
+    }
+}
+
 struct State {
     index: u32,
     host: String,
+    /// The session's symbol settings (`--debug-dir`): every sampler is built with them.
+    symbols: SymbolOptions,
     /// This daemon's tasks, in rank order: task index = position.
     tasks: Vec<Task>,
-    /// Lent to the sampling thread while it runs.
-    sampler: Option<Sampler>,
+    /// Lent to the thread that samples or reads variables while it runs.
+    caches: Option<Caches>,
     capturer: Arc<Capturer>,
     /// Per task, the stacks of its last successful sample.
     last: Vec<Option<LastStacks>>,
@@ -217,6 +243,32 @@ struct State {
 }
 
 impl State {
+    fn new(index: u32, host: String, capturer: Capturer) -> State {
+        let symbols = SymbolOptions::default();
+        State {
+            index,
+            host,
+            tasks: Vec::new(),
+            caches: Some(Caches::new(&symbols)),
+            symbols,
+            capturer: Arc::new(capturer),
+            last: Vec::new(),
+            hold: None,
+        }
+    }
+
+    /// The setup's `--debug-dir`s, if it names any: the caches start over with them (the
+    /// DWARF found so far may not be what they hold). None named keeps the current ones.
+    fn use_debug_dirs(&mut self, dirs: &[String]) {
+        if dirs.is_empty() {
+            return;
+        }
+        self.symbols = SymbolOptions {
+            debug_dirs: dirs.iter().map(Into::into).collect(),
+        };
+        self.caches = Some(Caches::new(&self.symbols));
+    }
+
     async fn setup(&mut self, s: pb::Setup) -> SetupReply {
         let selector = match s.target {
             Some(Target::Pids(p)) => Selector::Pids(p.pids.iter().map(|&p| p as Pid).collect()),
@@ -233,10 +285,7 @@ impl State {
             uid: s.uid,
             ..discovery::Options::for_current_process()
         };
-        let debug_dirs: Vec<std::path::PathBuf> = s.debug_dirs.iter().map(Into::into).collect();
-        if !debug_dirs.is_empty() {
-            self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions { debug_dirs })));
-        }
+        self.use_debug_dirs(&s.debug_dirs);
         let (index, host, share) = (self.index, self.host.clone(), s.share);
         let joined = tokio::task::spawn_blocking(move || {
             // A job's tasks may not be visible yet right after it started (srun launches
@@ -314,37 +363,41 @@ impl State {
         stop: Arc<AtomicBool>,
         mut progress: impl FnMut(u32) + Send + 'static,
     ) -> Result<Sampled, String> {
-        self.with_sampler(move |sampler, capturer| {
+        self.with_caches(move |caches, capturer| {
             let stop_now = || stop.load(Ordering::SeqCst);
-            sampler.sample(capturer, &tasks, &options, &stop_now, &mut progress)
+            caches
+                .sampler
+                .sample(capturer, &tasks, &options, &stop_now, &mut progress)
         })
         .await
     }
 
-    /// Runs `work` with the sampler (its caches: parsed binaries, DWARF, variable plans) on
-    /// a blocking thread, and takes the sampler back. `Err` when the work panicked: a bug,
-    /// reported by the caller as every task failing, while the daemon stays alive with a
-    /// fresh sampler (the capture threads have let the targets go).
-    async fn with_sampler<T: Send + 'static>(
+    /// Runs `work` with the caches (parsed binaries, DWARF, variable plans) on a blocking
+    /// thread, and takes them back. `Err` when the work panicked: a bug, reported by the
+    /// caller as every task failing, while the daemon stays alive with fresh caches (the
+    /// capture threads have let the targets go).
+    async fn with_caches<T: Send + 'static>(
         &mut self,
-        work: impl FnOnce(&mut Sampler, &Capturer) -> T + Send + 'static,
+        work: impl FnOnce(&mut Caches, &Capturer) -> T + Send + 'static,
     ) -> Result<T, String> {
-        let Some(mut sampler) = self.sampler.take() else {
+        let Some(mut caches) = self.caches.take() else {
             return Err("daemon error: the sampler is busy".into());
         };
         let capturer = self.capturer.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let out = work(&mut sampler, &capturer);
-            (sampler, out)
+            let out = work(&mut caches, &capturer);
+            (caches, out)
         })
         .await;
         match joined {
-            Ok((sampler, out)) => {
-                self.sampler = Some(sampler);
+            Ok((caches, out)) => {
+                self.caches = Some(caches);
                 Ok(out)
             }
             Err(e) => {
-                self.sampler = Some(Sampler::new(Symbolizer::new(SymbolOptions::default())));
+                // Built from the session's settings, as at setup: a sampler with the
+                // defaults would no longer find debug info in the `--debug-dir`s.
+                self.caches = Some(Caches::new(&self.symbols));
                 Err(format!("daemon error: {e}"))
             }
         }
@@ -445,20 +498,28 @@ impl State {
         let tasks = wanted.clone();
         let requests = r.requests;
         let reads = self
-            .with_sampler(move |sampler, capturer| {
+            .with_caches(move |caches, capturer| {
+                let Caches { sampler, plans } = caches;
                 tasks
                     .iter()
                     .zip(held)
                     .map(|(task, held)| match held {
-                        Some(capture) => variables::read_captured(sampler, &capture, &requests),
-                        None => {
-                            variables::read_variables(capturer, sampler, &[task.pid], &requests)
-                                .pop()
-                                .map_or_else(
-                                    || Err("daemon error: no read".to_string()),
-                                    |r| r.values,
-                                )
+                        Some(capture) => {
+                            variables::read_captured(sampler, plans, &capture, &requests)
+                                .map_err(|e| e.to_string())
                         }
+                        None => variables::read_variables(
+                            capturer,
+                            sampler,
+                            plans,
+                            &[task.pid],
+                            &requests,
+                        )
+                        .pop()
+                        .map_or_else(
+                            || Err("daemon error: no read".to_string()),
+                            |r| r.values.map_err(|e| e.to_string()),
+                        ),
                     })
                     .collect::<Vec<Result<Vec<pb::VariableValue>, String>>>()
             })
@@ -871,5 +932,42 @@ impl HoldSession {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
         released
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A panic in sampling work (a bug) leaves the daemon with fresh caches built from the
+    /// session's settings: separate debug info in a `--debug-dir` is still found after it.
+    #[test]
+    fn panic_recovery_keeps_debug_dirs() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let mut state = State::new(0, "here".into(), Capturer::new(1));
+            state.use_debug_dirs(&["/opt/job/debug".to_string()]);
+            let dirs = vec![PathBuf::from("/opt/job/debug")];
+            let debug_dirs = |state: &State| {
+                let caches = state.caches.as_ref().expect("caches back after the work");
+                caches.sampler.symbolizer().options().debug_dirs.clone()
+            };
+            assert_eq!(debug_dirs(&state), dirs);
+
+            let worked: Result<(), String> = state
+                .with_caches(|_, _| panic!("a bug in sampling work"))
+                .await;
+            let e = worked.expect_err("the panic is reported");
+            assert!(e.starts_with("daemon error:"), "{e}");
+            assert_eq!(
+                debug_dirs(&state),
+                dirs,
+                "the rebuilt sampler lost --debug-dir"
+            );
+        });
     }
 }

@@ -1,17 +1,36 @@
-//! The strata daemon role: one per node, it finds the job's tasks on its node, captures and
-//! unwinds their stacks with ptrace, and sends a subtree-scoped prefix tree up the tree.
+//! The strata daemon: one per node (or a few, sharing the node's tasks), the leaf of the
+//! tree network. It owns everything that touches the job's processes:
 //!
-//! Design constraints: ptrace and `/proc` code (`procfs`, `capture`) stay apart from the
-//! pure code that works on captured data, so that the latter can be tested on recorded
-//! snapshots. A target process is never left stopped or traced.
+//! - finding the job's tasks on its node and their ranks ([`discovery`], over [`procfs`]);
+//! - stopping them with ptrace for as little time as possible and copying registers and
+//!   stacks ([`capture`]), or holding them stopped for later reads;
+//! - reading their memory ([`memory`]) and their binaries ([`images`]);
+//! - unwinding the copied stacks ([`unwind`], a pure x86-64 CFI unwinder; [`stacks`] joins
+//!   capture and unwind);
+//! - symbolization: source frames, inlined calls and demangled names from embedded or
+//!   separate debug info ([`symbols`]);
+//! - sampling into subtree-scoped local prefix trees ([`sampler`]) and printing a process's
+//!   stacks ([`stack_text`]);
+//! - reading a program variable in a frame, from DWARF ([`variables`], a layer above the
+//!   sampler);
+//! - the daemon's end of the gRPC tree network ([`agent`]): commands in, trees, rank maps,
+//!   stacks and values out.
 //!
-//! Modules: `procfs` and `discovery` (the job's tasks on this node), `capture` (ptrace),
-//! `memory` (reading a target), `images` (its binaries), `unwind` (pure x86-64 CFI
-//! unwinder), `stacks` (capture + unwind), `symbols` (source frames, demangled, from
-//! embedded or separate debug info), `sampler` (samples into local prefix trees),
-//! `stack_text` (a process's stacks as text), `variables` (a program variable's value in
-//! a frame, from DWARF) and `agent` (the daemon's end of the tree
-//! network: commands in, trees and rank maps out).
+//! Design constraints, which every module keeps:
+//! - A target is never left stopped or traced: seized with `PTRACE_SEIZE` and interrupted
+//!   (never SIGSTOP), so the kernel detaches and resumes it if the daemon dies; a hold has
+//!   a deadline; exited tracees are reaped so that their parent can reap them.
+//! - ptrace calls for a tracee come from the OS thread that seized it: captures run on
+//!   the [`capture::Capturer`]'s own threads, never on tokio's blocking pool.
+//! - Memory is read behind the [`memory::MemoryReader`] trait ([`memory::ProcessMemory`]
+//!   for a live process, stack copies and snapshots otherwise): the algorithms that work
+//!   on captured data (unwinding, symbolization, variable evaluation) never touch ptrace
+//!   or `/proc`, so they are tested on recorded data.
+//! - No terminal: the daemon runs under a launcher, reads no input and prompts for
+//!   nothing; what it has to say goes up the tree.
+//! - Nothing from the network is trusted: the link is authenticated with the session key,
+//!   commands are bounded and validated (sample counts, frame limits, read sizes), and
+//!   bad DWARF, CFI or memory end in an error, never a panic or a wrong value.
 
 pub mod agent;
 pub mod capture;

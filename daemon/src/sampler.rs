@@ -155,8 +155,6 @@ pub struct Sampler {
     /// mappings stay the same, because loading one opens and stats every mapped file
     /// (measured: 83 opens a task a sample, most of the sampler's system time).
     spaces: HashMap<Pid, (Vec<Mapping>, Arc<AddressSpace>)>,
-    /// What variable reads learned from DWARF, per image, address and variable.
-    variables: crate::variables::VariableCache,
 }
 
 impl Sampler {
@@ -166,18 +164,12 @@ impl Sampler {
             symbols,
             frames: HashMap::new(),
             spaces: HashMap::new(),
-            variables: crate::variables::VariableCache::default(),
         }
     }
 
     /// The symbolizer (variable reads use its DWARF).
     pub fn symbolizer(&self) -> &Symbolizer {
         &self.symbols
-    }
-
-    /// The variable reader's cache (see [`crate::variables`]).
-    pub fn variable_cache(&self) -> &crate::variables::VariableCache {
-        &self.variables
     }
 
     /// Samples `tasks` (in rank order). `stop` is polled between samples (Ctrl-C); the

@@ -184,6 +184,11 @@ impl Symbolizer {
         }
     }
 
+    /// Where it looks for separate debug files.
+    pub fn options(&self) -> &SymbolOptions {
+        &self.options
+    }
+
     /// The source frames at `svma` (an address in the image's own address space: a frame's
     /// lookup_pc - bias) of `mapped`'s image: the inlined calls innermost first, then the
     /// physical function last (`inlined: false`). Never empty: without DWARF the one frame

@@ -143,7 +143,57 @@ pub enum WalkEnd {
     /// `max_frames` frames were produced and the stack goes on.
     Truncated,
     /// The walk could not go on; the frames so far are right.
-    Error(String),
+    Error(UnwindError),
+}
+
+/// Why a walk could not go on past a frame (`pc` is the frame's, or its lookup address as
+/// the message says). The texts are what users see at the end of a stack.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnwindError {
+    #[error("return address {return_address:#x} is not in an executable mapping")]
+    NotExecutable { return_address: u64 },
+    #[error("stack pointer unknown in the caller of {callee:#x}")]
+    CallerSpUnknown { callee: u64 },
+    #[error("cycle at pc {pc:#x} sp {sp:#x}")]
+    Cycle { pc: u64, sp: u64 },
+    #[error("stack pointer did not grow ({old_sp:#x} -> {new_sp:#x}) above {callee:#x}")]
+    SpDidNotGrow {
+        old_sp: u64,
+        new_sp: u64,
+        callee: u64,
+    },
+    #[error("sp unknown in the signal trampoline at {pc:#x}")]
+    TrampolineSpUnknown { pc: u64 },
+    /// No CFI and no frame pointer; `mapping` describes where `pc` is.
+    #[error("no CFI for {pc:#x} ({mapping}) and no frame pointer")]
+    NoCfi { pc: u64, mapping: String },
+    #[error("bad CFI for {pc:#x}: {error}")]
+    BadCfi { pc: u64, error: gimli::Error },
+    /// A CFI expression that could not be read from its section.
+    #[error("{0}")]
+    CfiSection(gimli::Error),
+    #[error("CFA of {pc:#x} needs {register}, unknown there")]
+    CfaNeedsRegister { pc: u64, register: &'static str },
+    #[error("CFI for {pc:#x} has no rule for the return address")]
+    NoReturnAddressRule { pc: u64 },
+    #[error("cannot read the return address of {pc:#x}: {error}")]
+    ReturnAddressUnreadable { pc: u64, error: MemoryError },
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("CFI expression at {pc:#x}: {error}")]
+    Expression { pc: u64, error: gimli::Error },
+    #[error("CFI expression at {pc:#x} needs {register}, unknown")]
+    ExpressionNeedsRegister { pc: u64, register: &'static str },
+    #[error("DW_OP_call_frame_cfa in a CFA expression")]
+    CfaInCfaExpression,
+    /// An expression that asks for something CFI cannot provide (`needs` is gimli's
+    /// request, as debug text).
+    #[error("CFI expression at {pc:#x} needs {needs}")]
+    ExpressionNeeds { pc: u64, needs: String },
+    #[error("CFI expression at {pc:#x}: unexpected result")]
+    UnexpectedResult { pc: u64 },
+    #[error("CFI expression at {pc:#x}: not one piece")]
+    NotOnePiece { pc: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,22 +298,18 @@ fn check_progress(
     frames: &[UnwoundFrame],
     caller: &UnwoundFrame,
     space: &AddressSpace,
-) -> Result<(), String> {
+) -> Result<(), UnwindError> {
     let Some(callee) = frames.last() else {
         return Ok(());
     };
     if space.find(caller.lookup_pc).is_none() {
-        return Err(format!(
-            "return address {:#x} is not in an executable mapping",
-            caller.pc
-        ));
+        return Err(UnwindError::NotExecutable {
+            return_address: caller.pc,
+        });
     }
     let (Some(new_sp), Some(old_sp)) = (caller.reg(Registers::RSP), callee.reg(Registers::RSP))
     else {
-        return Err(format!(
-            "stack pointer unknown in the caller of {:#x}",
-            callee.pc
-        ));
+        return Err(UnwindError::CallerSpUnknown { callee: callee.pc });
     };
     if caller.kind == FrameKind::SignalInterrupted {
         // A signal may have switched to an alternate stack: the sp may go down, so look
@@ -272,13 +318,17 @@ fn check_progress(
             .iter()
             .any(|f| f.pc == caller.pc && f.reg(Registers::RSP) == Some(new_sp))
         {
-            return Err(format!("cycle at pc {:#x} sp {new_sp:#x}", caller.pc));
+            return Err(UnwindError::Cycle {
+                pc: caller.pc,
+                sp: new_sp,
+            });
         }
     } else if new_sp <= old_sp {
-        return Err(format!(
-            "stack pointer did not grow ({old_sp:#x} -> {new_sp:#x}) above {:#x}",
-            callee.pc
-        ));
+        return Err(UnwindError::SpDidNotGrow {
+            old_sp,
+            new_sp,
+            callee: callee.pc,
+        });
     }
     Ok(())
 }
@@ -324,7 +374,7 @@ impl<'a> Walker<'a> {
         &self,
         callee: &mut UnwoundFrame,
         ctx: &mut UnwindContext<usize>,
-    ) -> Result<Option<UnwoundFrame>, String> {
+    ) -> Result<Option<UnwoundFrame>, UnwindError> {
         let mapped = callee.mapping.map(|i| &self.space.mappings[i]);
         let found = mapped.and_then(|m| {
             Some((
@@ -362,10 +412,10 @@ impl<'a> Walker<'a> {
             return Ok(Some(self.frame(pc, kind, Recovery::Cfi, r.regs, r.known)));
         }
         if sigreturn {
-            let sp = callee.reg(Registers::RSP).ok_or_else(|| {
-                format!("sp unknown in the signal trampoline at {:#x}", callee.pc)
-            })?;
-            let mut regs = registers_from_sigframe(sp, self.memory).map_err(|e| e.to_string())?;
+            let sp = callee
+                .reg(Registers::RSP)
+                .ok_or(UnwindError::TrampolineSpUnknown { pc: callee.pc })?;
+            let mut regs = registers_from_sigframe(sp, self.memory)?;
             regs.fs_base = callee.regs.fs_base;
             let pc = regs.ip();
             return Ok(Some(self.frame(
@@ -432,15 +482,12 @@ impl<'a> Walker<'a> {
 
     /// Frame pointer chain, or for the innermost (or signal-interrupted) frame a return
     /// address at `[sp]`.
-    fn fallback(&self, callee: &mut UnwoundFrame) -> Result<Option<UnwoundFrame>, String> {
+    fn fallback(&self, callee: &mut UnwoundFrame) -> Result<Option<UnwoundFrame>, UnwindError> {
         let sp = callee.reg(Registers::RSP);
         let bp = callee.reg(Registers::RBP);
-        let no_cfi = || {
-            format!(
-                "no CFI for {:#x} ({}) and no frame pointer",
-                callee.lookup_pc,
-                self.space.describe(callee.lookup_pc)
-            )
+        let no_cfi = || UnwindError::NoCfi {
+            pc: callee.lookup_pc,
+            mapping: self.space.describe(callee.lookup_pc),
         };
         if let (Some(sp), Some(bp)) = (sp, bp) {
             if bp == 0 && callee.how == Recovery::FramePointer {
@@ -512,8 +559,11 @@ impl<'a> Walker<'a> {
         svma: u64,
         callee: &UnwoundFrame,
         ctx: &mut UnwindContext<usize>,
-    ) -> Result<Option<Recovered>, String> {
-        let err = |e: gimli::Error| format!("bad CFI for {:#x}: {e}", callee.lookup_pc);
+    ) -> Result<Option<Recovered>, UnwindError> {
+        let err = |error| UnwindError::BadCfi {
+            pc: callee.lookup_pc,
+            error,
+        };
         match found {
             Found::Eh(section, fde, bases) => {
                 let row = fde
@@ -535,20 +585,17 @@ impl<'a> Walker<'a> {
         section: &S,
         row: &UnwindTableRow<usize>,
         callee: &UnwoundFrame,
-    ) -> Result<Option<Recovered>, String> {
+    ) -> Result<Option<Recovered>, UnwindError> {
         let cfa = match row.cfa() {
             CfaRule::RegisterAndOffset { register, offset } => callee
                 .reg(register.0)
-                .ok_or_else(|| {
-                    format!(
-                        "CFA of {:#x} needs {}, unknown there",
-                        callee.pc,
-                        Registers::name(register.0)
-                    )
+                .ok_or(UnwindError::CfaNeedsRegister {
+                    pc: callee.pc,
+                    register: Registers::name(register.0),
                 })?
                 .wrapping_add(*offset as u64),
             CfaRule::Expression(e) => {
-                let expr = e.get(section).map_err(|e| e.to_string())?;
+                let expr = e.get(section).map_err(UnwindError::CfiSection)?;
                 match self.evaluate(expr, None, callee, None)? {
                     Evaluated::Address(a) | Evaluated::Value(a) => a,
                 }
@@ -566,10 +613,9 @@ impl<'a> Walker<'a> {
                     // Callee-saved registers the callee did not save are unchanged.
                     Registers::RBX | Registers::RBP | 12..=15 => callee.reg(reg),
                     Registers::RIP => {
-                        return Err(format!(
-                            "CFI for {:#x} has no rule for the return address",
-                            callee.lookup_pc
-                        ));
+                        return Err(UnwindError::NoReturnAddressRule {
+                            pc: callee.lookup_pc,
+                        });
                     }
                     _ => None,
                 },
@@ -595,13 +641,13 @@ impl<'a> Walker<'a> {
         cfa: u64,
         callee: &UnwoundFrame,
         reg: u16,
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<u64>, UnwindError> {
         let read = |addr: u64| match self.memory.read_u64(addr) {
             Ok(v) => Ok(Some(v)),
-            Err(e) if reg == Registers::RIP => Err(format!(
-                "cannot read the return address of {:#x}: {e}",
-                callee.pc
-            )),
+            Err(error) if reg == Registers::RIP => Err(UnwindError::ReturnAddressUnreadable {
+                pc: callee.pc,
+                error,
+            }),
             Err(_) => Ok(None),
         };
         match rule {
@@ -612,7 +658,7 @@ impl<'a> Walker<'a> {
             RegisterRule::Register(r) => Ok(callee.reg(r.0)),
             RegisterRule::Constant(c) => Ok(Some(c)),
             RegisterRule::Expression(e) | RegisterRule::ValExpression(e) => {
-                let expr = e.get(section).map_err(|e| e.to_string())?;
+                let expr = e.get(section).map_err(UnwindError::CfiSection)?;
                 let got = self.evaluate(expr, Some(cfa), callee, Some(cfa));
                 let got = match got {
                     Ok(g) => g,
@@ -635,14 +681,17 @@ impl<'a> Walker<'a> {
         initial: Option<u64>,
         callee: &UnwoundFrame,
         cfa: Option<u64>,
-    ) -> Result<Evaluated, String> {
+    ) -> Result<Evaluated, UnwindError> {
         let mut eval: Evaluation<Slice<'a>> = expr.evaluation(ENCODING);
         if let Some(v) = initial {
             eval.set_initial_value(v);
         }
         // CFI expressions are a handful of operations; a loop is garbage.
         eval.set_max_iterations(10_000);
-        let err = |e: gimli::Error| format!("CFI expression at {:#x}: {e}", callee.lookup_pc);
+        let err = |error| UnwindError::Expression {
+            pc: callee.lookup_pc,
+            error,
+        };
         let mut state = eval.evaluate().map_err(err)?;
         loop {
             state = match state {
@@ -650,31 +699,28 @@ impl<'a> Walker<'a> {
                 EvaluationResult::RequiresMemory { address, size, .. } => {
                     let size = usize::from(size).min(8);
                     let mut b = [0u8; 8];
-                    self.memory
-                        .read(address, &mut b[..size])
-                        .map_err(|e| e.to_string())?;
+                    self.memory.read(address, &mut b[..size])?;
                     eval.resume_with_memory(Value::Generic(u64::from_le_bytes(b)))
                         .map_err(err)?
                 }
                 EvaluationResult::RequiresRegister { register, .. } => {
-                    let v = callee.reg(register.0).ok_or_else(|| {
-                        format!(
-                            "CFI expression at {:#x} needs {}, unknown",
-                            callee.lookup_pc,
-                            Registers::name(register.0)
-                        )
-                    })?;
+                    let v = callee
+                        .reg(register.0)
+                        .ok_or(UnwindError::ExpressionNeedsRegister {
+                            pc: callee.lookup_pc,
+                            register: Registers::name(register.0),
+                        })?;
                     eval.resume_with_register(Value::Generic(v)).map_err(err)?
                 }
                 EvaluationResult::RequiresCallFrameCfa => {
-                    let cfa = cfa.ok_or("DW_OP_call_frame_cfa in a CFA expression")?;
+                    let cfa = cfa.ok_or(UnwindError::CfaInCfaExpression)?;
                     eval.resume_with_call_frame_cfa(cfa).map_err(err)?
                 }
                 other => {
-                    return Err(format!(
-                        "CFI expression at {:#x} needs {other:?}",
-                        callee.lookup_pc
-                    ));
+                    return Err(UnwindError::ExpressionNeeds {
+                        pc: callee.lookup_pc,
+                        needs: format!("{other:?}"),
+                    });
                 }
             };
         }
@@ -684,15 +730,13 @@ impl<'a> Walker<'a> {
                 Location::Value { value } => {
                     value.to_u64(u64::MAX).map(Evaluated::Value).map_err(err)
                 }
-                _ => Err(format!(
-                    "CFI expression at {:#x}: unexpected result",
-                    callee.lookup_pc
-                )),
+                _ => Err(UnwindError::UnexpectedResult {
+                    pc: callee.lookup_pc,
+                }),
             },
-            _ => Err(format!(
-                "CFI expression at {:#x}: not one piece",
-                callee.lookup_pc
-            )),
+            _ => Err(UnwindError::NotOnePiece {
+                pc: callee.lookup_pc,
+            }),
         }
     }
 }
@@ -898,7 +942,7 @@ mod tests {
         // The caller's rbp is below its sp: not a frame pointer, and no CFI to go on.
         assert_eq!(s.frames.len(), 2, "{s:?}");
         assert!(
-            matches!(&s.end, WalkEnd::Error(e) if e.contains("no frame pointer")),
+            matches!(&s.end, WalkEnd::Error(e) if e.to_string().contains("no frame pointer")),
             "{s:?}"
         );
     }
@@ -909,11 +953,13 @@ mod tests {
         let mem = stack(&[0, 0, STACK + 32, 0xdead_beef, 0, 0]);
         let s = unwind(&regs(CODE + 0x100, STACK, STACK + 16), &mem, &space(), 64);
         assert_eq!(s.frames.len(), 1);
-        assert!(matches!(&s.end, WalkEnd::Error(e) if e.contains("not in an executable")));
+        assert!(
+            matches!(&s.end, WalkEnd::Error(e) if e.to_string().contains("not in an executable"))
+        );
         // rbp outside the copy, [sp] not a code address: nothing to go on.
         let s = unwind(&regs(CODE + 0x100, STACK, 0x1000_0000), &mem, &space(), 64);
         assert!(
-            matches!(&s.end, WalkEnd::Error(e) if e.contains("no CFI")),
+            matches!(&s.end, WalkEnd::Error(e) if e.to_string().contains("no CFI")),
             "{s:?}"
         );
         // pc outside every mapping, no memory at all.
@@ -931,7 +977,7 @@ mod tests {
         // Misaligned rbp is not followed.
         let s = unwind(&regs(CODE + 0x100, STACK, STACK + 17), &mem, &space(), 64);
         assert!(
-            matches!(&s.end, WalkEnd::Error(e) if e.contains("no CFI")),
+            matches!(&s.end, WalkEnd::Error(e) if e.to_string().contains("no CFI")),
             "{s:?}"
         );
     }
@@ -948,7 +994,7 @@ mod tests {
         // The caller has rbp 0 but was not reached by a frame pointer chain: rbp may be a
         // plain register there, so this is no proof of the outermost frame.
         assert!(
-            matches!(&s.end, WalkEnd::Error(e) if e.contains("no frame pointer")),
+            matches!(&s.end, WalkEnd::Error(e) if e.to_string().contains("no frame pointer")),
             "{s:?}"
         );
     }

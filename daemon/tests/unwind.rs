@@ -455,7 +455,7 @@ fn signal_handler_on_an_alternate_stack() {
     let pcs = |s: &UnwoundStack| s.frames.iter().map(|f| (f.pc, f.kind)).collect::<Vec<_>>();
     assert_eq!(pcs(&from_copy), pcs(s)[..at + 4], "{:?}", from_copy.end);
     assert!(
-        matches!(&from_copy.end, WalkEnd::Error(e) if e.contains("return address")),
+        matches!(&from_copy.end, WalkEnd::Error(e) if e.to_string().contains("return address")),
         "{:?}",
         from_copy.end
     );

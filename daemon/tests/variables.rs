@@ -12,7 +12,7 @@ use strata_daemon::capture::{CaptureOptions, Capturer};
 use strata_daemon::procfs::Pid;
 use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::{SymbolOptions, Symbolizer};
-use strata_daemon::variables::{RankRead, read_captured, read_variables};
+use strata_daemon::variables::{RankRead, VariableCache, read_captured, read_variables};
 use strata_proto::overlay::{VariableRequest, VariableValue};
 
 #[path = "../../tests/support/target.rs"]
@@ -66,7 +66,8 @@ fn read_one(
 ) -> Vec<VariableValue> {
     let requests: Vec<VariableRequest> = wanted.iter().map(|(f, v)| request(f, v)).collect();
     let capturer = Capturer::new(1);
-    let mut reads = read_variables(&capturer, sampler, &[exe_target.pid()], &requests);
+    let plans = VariableCache::default();
+    let mut reads = read_variables(&capturer, sampler, &plans, &[exe_target.pid()], &requests);
     assert_free(exe_target.pid());
     assert_eq!(reads.len(), 1);
     let RankRead {
@@ -386,7 +387,8 @@ fn several_ranks_are_read_in_order_and_share_the_plans() {
     let mut sampler = sampler();
     let capturer = Capturer::new(2);
     let requests = [request("solve", "it"), request("solve", "phase")];
-    let reads = read_variables(&capturer, &mut sampler, &pids, &requests);
+    let plans = VariableCache::default();
+    let reads = read_variables(&capturer, &mut sampler, &plans, &pids, &requests);
     for &pid in &pids {
         assert_free(pid);
     }
@@ -398,7 +400,7 @@ fn several_ranks_are_read_in_order_and_share_the_plans() {
         eprintln!("rank stopped at {s}: stopped for {:?}", read.stopped_for);
     }
     // All three are stopped at the same address of one binary: one plan per variable.
-    assert_eq!(sampler.variable_cache().len(), requests.len());
+    assert_eq!(plans.len(), requests.len());
 }
 
 #[test]
@@ -415,14 +417,27 @@ fn a_held_rank_is_read_from_its_hold_and_stays_held() {
             std::time::Duration::from_secs(60),
         )
         .expect("hold");
-    let values = read_captured(&mut sampler, held.capture(), &[request("solve", "it")]).unwrap();
+    let plans = VariableCache::default();
+    let values = read_captured(
+        &mut sampler,
+        &plans,
+        held.capture(),
+        &[request("solve", "it")],
+    )
+    .unwrap();
     assert_eq!(values[0].integer, Some(s), "{}", show(&values[0]));
     // Still held: stopped, traced.
     assert_eq!(thread_state(pid, pid), Some('t'));
     // A second stop of a held rank is refused, not stacked on the hold.
-    let again = read_variables(&capturer, &mut sampler, &[pid], &[request("solve", "it")]);
+    let again = read_variables(
+        &capturer,
+        &mut sampler,
+        &plans,
+        &[pid],
+        &[request("solve", "it")],
+    );
     let e = again[0].values.as_ref().unwrap_err();
-    assert!(e.contains("already held"), "{e}");
+    assert!(e.to_string().contains("already held"), "{e}");
     held.release().expect("still held");
     assert_free(pid);
 }
@@ -438,8 +453,17 @@ fn a_rank_that_exited_says_so() {
     .unwrap();
     target::wait_for(std::time::Duration::from_secs(10), || target.reaped());
     let capturer = Capturer::new(1);
-    let reads = read_variables(&capturer, &mut sampler(), &[pid], &[request("solve", "it")]);
-    assert_eq!(reads[0].values.as_ref().unwrap_err(), "rank exited");
+    let reads = read_variables(
+        &capturer,
+        &mut sampler(),
+        &VariableCache::default(),
+        &[pid],
+        &[request("solve", "it")],
+    );
+    assert_eq!(
+        reads[0].values.as_ref().unwrap_err().to_string(),
+        "rank exited"
+    );
     assert_eq!(reads[0].stopped_for, None);
 }
 
