@@ -19,6 +19,12 @@ pub struct Failure {
     pub message: String,
 }
 
+impl From<strata_tui::TuiError> for Failure {
+    fn from(e: strata_tui::TuiError) -> Self {
+        Failure::new(Exit::Internal, e.to_string())
+    }
+}
+
 impl Failure {
     pub fn new(exit: Exit, message: impl Into<String>) -> Self {
         Failure {
@@ -342,9 +348,9 @@ pub struct ShowArgs {
 
 impl ShowArgs {
     /// The terminal UI's first view: granularity, cut, tree, progress order, source dirs.
-    pub fn view_state(&self) -> crate::tui::ViewState {
+    pub fn view_state(&self) -> strata_tui::ViewState {
         let (opts, kind) = view_options(self);
-        crate::tui::ViewState {
+        strata_tui::ViewState {
             kind,
             opts,
             progress: self.progress,
@@ -396,17 +402,14 @@ fn view(args: ViewArgs) -> Result<Exit, Failure> {
         }
         let state = args.show.view_state();
         let color = color_on(args.show.color, true);
-        return crate::tui::run_in_view(result, Box::new(crate::tui::Saved), state, color);
+        let last = strata_tui::run(result, Box::new(strata_tui::Saved), state, color)?;
+        return Ok(Exit::of_result(&last));
     }
     let progress = show(&result, &args.show)?;
     if let Some(dir) = args.output {
         write_files(&result, &dir, progress.as_ref())?;
     }
-    Ok(if result.meta.missing.is_empty() {
-        Exit::Complete
-    } else {
-        Exit::Partial
-    })
+    Ok(Exit::of_result(&result))
 }
 
 /// The view and tree `args` ask for.

@@ -36,6 +36,15 @@ impl Exit {
         Exit::Interrupted,
     ];
 
+    /// How a run that produced `result` ended: complete, or partial when ranks are missing.
+    pub fn of_result(result: &strata_result::StrataResult) -> Exit {
+        if result.meta.missing.is_empty() {
+            Exit::Complete
+        } else {
+            Exit::Partial
+        }
+    }
+
     pub fn code(self) -> u8 {
         self as u8
     }

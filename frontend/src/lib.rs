@@ -17,5 +17,4 @@ pub mod interrupt;
 pub mod live;
 pub mod roles;
 pub mod session;
-pub mod tui;
 pub mod watch;

@@ -16,10 +16,10 @@ use crate::attach::{self, Place};
 use crate::cli::{AttachArgs, Failure, write_files};
 use crate::exit::Exit;
 use crate::session::Session;
-use crate::tui::{self, Source};
 use strata_result::directory as output;
 use strata_result::variables::{self as values, VariableReads, VariableSpec};
 use strata_result::{JobInfo, StrataResult};
+use strata_tui::{self as tui, Source};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
 pub struct LiveSource {
@@ -206,7 +206,7 @@ pub(crate) fn run(
         .as_deref()
         .map(Session::warnings_handle)
         .expect("open");
-    let outcome = tui::run_keeping(result, Box::new(source), args.show.view_state(), color);
+    let outcome = tui::run(result, Box::new(source), args.show.view_state(), color);
     for w in warnings
         .lock()
         .expect("not poisoned")
@@ -216,7 +216,8 @@ pub(crate) fn run(
         eprintln!("strata: warning: {w}");
     }
     // The source (and with it the session) has been dropped by now: the tree is shut down.
-    let (exit, last) = outcome?;
+    let last = outcome?;
+    let exit = Exit::of_result(&last);
     if !args.no_files {
         let dir = args
             .output

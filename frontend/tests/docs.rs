@@ -45,7 +45,7 @@ fn cli_doc_lists_every_key_of_the_terminal_ui() {
         .filter(|l| l.starts_with("| `"))
         .map(str::to_string)
         .collect();
-    let in_code: Vec<String> = strata_frontend::tui::keys::KEYS
+    let in_code: Vec<String> = strata_tui::keys::KEYS
         .iter()
         .flat_map(|(_, keys)| keys.iter())
         .map(|k| format!("| `{}` | {} |", k.keys, k.what))

@@ -8,13 +8,22 @@
 //! * [`handoff`]: the command that opens gdb on a representative rank;
 //! * [`listing`]: source lines around a frame;
 //! * [`keys`]: the key map, one table for the help panel, the footer and the docs;
+//! * [`search`]: a search and its hits;
 //! * this module: the terminal itself (raw mode, alternate screen, restored on every way
 //!   out, panics included) and the event loop.
+//!
+//! Design constraints: the UI never reaches a job itself. Everything live (resample, more
+//! samples, full stacks, variables, detach) goes through the [`Source`] trait, which the
+//! front end implements over a tree session; a saved result is [`Saved`]. So the UI has no
+//! ptrace and no network, and all of its state changes are testable with key sequences and
+//! ratatui's `TestBackend`. It owns the terminal only between entering and leaving its
+//! screen, and gives it back on every way out.
 
 pub mod app;
 pub mod handoff;
 pub mod keys;
 pub mod listing;
+pub mod search;
 pub mod source;
 pub mod ui;
 pub mod view;
@@ -26,8 +35,6 @@ pub use app::{App, Step};
 pub use source::{Saved, Source};
 pub use view::ViewState;
 
-use crate::cli::Failure;
-use crate::exit::Exit;
 use nix::sys::signal::{SigSet, Signal};
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
@@ -39,14 +46,17 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 use strata_result::StrataResult;
 
-/// Runs the UI on `result` until the user quits, in the default view (3D tree, function
-/// granularity, cut below MPI). See [`run_in_view`].
-pub fn run(result: StrataResult, source: Box<dyn Source>, color: bool) -> Result<Exit, Failure> {
-    run_in_view(result, source, ViewState::default(), color)
+/// Why the UI could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// The terminal refused raw mode, the alternate screen, or a read or write.
+    #[error("terminal: {0}")]
+    Terminal(#[from] io::Error),
 }
 
 /// Runs the UI on `result`, starting in view `state`, until the user quits; `color` off
-/// draws without any colour (`NO_COLOR`).
+/// draws without any colour (`NO_COLOR`). Returns the result shown last (a live session
+/// writes it; its missing ranks decide the exit code, as for `strata view`).
 ///
 /// The terminal is restored on every way out: quitting, Ctrl-C (a key in raw mode: it
 /// quits), an I/O error, a panic (a panic hook restores it before the message is printed).
@@ -56,27 +66,14 @@ pub fn run(result: StrataResult, source: Box<dyn Source>, color: bool) -> Result
 /// Signals: SIGINT and SIGQUIT are blocked in the calling thread (threads it starts later
 /// inherit that) and swallowed by a helper thread, so a Ctrl-C typed into a debugger that
 /// the hand-off runs does not kill strata. A process whose other threads exist already
-/// must block them there too (as [`crate::interrupt::watch`] does), and such a watcher
-/// should ignore SIGINT while [`debugger_running`] is true.
-///
-/// Returns [`Exit::Partial`] when the result last shown has missing ranks, like
-/// `strata view`.
-pub fn run_in_view(
+/// must block them there too, and such a watcher should ignore SIGINT while
+/// [`debugger_running`] is true.
+pub fn run(
     result: StrataResult,
     source: Box<dyn Source>,
     state: ViewState,
     color: bool,
-) -> Result<Exit, Failure> {
-    run_keeping(result, source, state, color).map(|(exit, _)| exit)
-}
-
-/// [`run_in_view`], also returning the result shown last (a live session writes it).
-pub fn run_keeping(
-    result: StrataResult,
-    source: Box<dyn Source>,
-    state: ViewState,
-    color: bool,
-) -> Result<(Exit, StrataResult), Failure> {
+) -> Result<StrataResult, TuiError> {
     swallow_terminal_signals();
     let mut app = App::new(result, source, state, &strata_proto::link::hostname());
     let (outcome, detach) = match Screen::enter() {
@@ -91,13 +88,8 @@ pub fn run_keeping(
     if let Some(e) = detach {
         eprintln!("strata: {e}");
     }
-    outcome.map_err(terminal_failure)?;
-    let exit = if app.result().meta.missing.is_empty() {
-        Exit::Complete
-    } else {
-        Exit::Partial
-    };
-    Ok((exit, app.result().clone()))
+    outcome?;
+    Ok(app.result().clone())
 }
 
 /// Leaves raw mode and the alternate screen if the UI is on it: for a thread that must end
@@ -115,10 +107,6 @@ static DEBUGGER_RUNNING: AtomicBool = AtomicBool::new(false);
 /// Whether strata has the terminal in raw mode on the alternate screen (the panic hook
 /// restores it only then).
 static ON_SCREEN: AtomicBool = AtomicBool::new(false);
-
-fn terminal_failure(e: io::Error) -> Failure {
-    Failure::new(Exit::Internal, format!("terminal: {e}"))
-}
 
 /// The UI's loop, then the detach of a live source (whichever way the loop ended): what
 /// [`run_in_view`] runs on the real terminal. Returns the loop's outcome and the detach's

@@ -2,25 +2,11 @@
 //! shortest, longest, least and most populated leaves.
 
 use super::App;
-use crate::tui::view::Display;
+use crate::search::{Query, Search};
+use crate::view::Display;
 use regex::RegexBuilder;
 use strata_filters::taskset::format_set_shortened;
 use strata_filters::{NodeId, RankSet};
-
-/// What a search looked for; kept so that its hits can be found again in a new view.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Query {
-    Text(String),
-    Rank(u32),
-    Host(String),
-}
-
-#[derive(Clone, Debug)]
-pub(super) struct Search {
-    pub(super) query: Query,
-    pub(super) hits: Vec<NodeId>,
-    pub(super) current: Option<usize>,
-}
 
 impl App {
     /// The nodes a query finds in the current display, in display order.

@@ -12,8 +12,7 @@ mod panels;
 use super::handoff::shell_line;
 use super::source::Source;
 use super::view::{Display, Row, ViewState, cut_regex};
-use find::Search;
-use panels::help_dialog;
+use crate::search::Search;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
 use std::fmt;
@@ -391,7 +390,7 @@ impl App {
             KeyCode::Char('p') => self.toggle_progress(),
             KeyCode::Char('v') => self.ask(PromptKind::Variable, String::new()),
             KeyCode::Char('P') => self.progress_dialog(),
-            KeyCode::Char('?') => self.dialog = Some(help_dialog()),
+            KeyCode::Char('?') => self.open_help(),
             KeyCode::Char('q') => return Step::Quit,
             KeyCode::Esc => self.search = None,
             _ => {}

@@ -2,10 +2,10 @@
 //! debugger hand-off.
 
 use super::{App, Dialog, Step, Work};
-use crate::tui::handoff::{debugger_command, representative, shell_line};
-use crate::tui::keys::KEYS;
-use crate::tui::listing::read_listing;
-use crate::tui::source::saved_stacks;
+use crate::handoff::{debugger_command, representative, shell_line};
+use crate::keys::KEYS;
+use crate::listing::read_listing;
+use crate::source::saved_stacks;
 use std::path::{Path, PathBuf};
 use strata_filters::taskset::format_set_shortened;
 use strata_filters::{Frame, NodeId};
@@ -264,7 +264,7 @@ impl App {
 }
 
 /// The help panel, from the key table.
-pub(super) fn help_dialog() -> Dialog {
+fn help_dialog() -> Dialog {
     let width = KEYS
         .iter()
         .flat_map(|(_, keys)| keys.iter())
@@ -282,4 +282,11 @@ pub(super) fn help_dialog() -> Dialog {
         }
     }
     Dialog::text("keys (Esc closes, j/k scroll)", lines)
+}
+
+impl App {
+    /// `?`: the help panel, every key of [`KEYS`].
+    pub(super) fn open_help(&mut self) {
+        self.dialog = Some(help_dialog());
+    }
 }
