@@ -68,7 +68,7 @@ pub enum Command {
     /// Watch a running job and detect a hang statistically (ParaStack): probe a few ranks
     /// at random moments, verify an alarm, snapshot and report; exit 3 on a hang.
     #[command(after_help = exit::table())]
-    Watch(crate::watch::command::WatchArgs),
+    Watch(crate::commands::watch::WatchArgs),
     /// Print every thread's stack of running processes (like `eu-stack -p` or
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
@@ -383,7 +383,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::Bench(args) => crate::bench::run(args),
         Command::BenchDaemons(args) => crate::bench::emulate(args),
         Command::Commnode(args) => crate::roles::commnode(args),
-        Command::Watch(args) => crate::watch::command::run(args),
+        Command::Watch(args) => crate::commands::watch::run(args),
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod attach;
 pub mod bench;
 pub mod cli;
+pub mod commands;
 pub mod demo;
 pub mod dump;
 pub mod exit;
@@ -17,4 +18,3 @@ pub mod interrupt;
 pub mod live;
 pub mod roles;
 pub mod session;
-pub mod watch;

@@ -1,13 +1,16 @@
-//! The statistical core of `strata watch`: ParaStack's hang detector, as pure code.
+//! The core of `strata watch`: ParaStack's hang detector as pure code, and the hang report.
 //!
 //! `strata watch <JOBID>` keeps the tree network up beside a running job and, at random
 //! moments, asks a few monitored ranks one question: is your main thread inside MPI? From the
 //! answers it decides, statistically, whether the job has stopped making progress, and only
-//! then pays for full samples of every rank to confirm. This module is the decision part. It
-//! does no I/O and starts no process, so every rule here is tested with seeded simulations
-//! instead of a cluster; the session code that samples the live job feeds it.
+//! then pays for full samples of every rank to confirm. This crate is the decision part and
+//! the report ([`report`]: a directory of result files, the summary and the timeline). It
+//! starts no process, attaches to nothing and opens no connection (the only I/O is writing
+//! the report), so every rule here is tested with seeded simulations instead of a cluster;
+//! the front end's session code that samples the live job feeds it.
 //!
-//! # The model (ParaStack, Li, Chen & Gupta; the slides in `papers/` are the reference)
+//! # The model ("ParaStack: Efficient Hang Detection for MPI Programs at Large Scale", Li, Chen
+//! & Gupta, SC 2017, and its talk slides)
 //!
 //! * [`MonitorSet`]: a random subset of the job's ranks (10 by default) is monitored; a second,
 //!   disjoint where possible, set is swapped in every 30 samples, as the authors' code does.
@@ -44,11 +47,11 @@
 //!   when an alarm is dismissed, so a hang cannot teach the model that hanging is normal, and
 //!   healthy low values are not lost from it either ([`Detector::observe`]).
 
-pub mod command;
 mod detector;
 mod ecdf;
+pub mod events;
 mod monitor;
-mod report;
+pub mod report;
 mod runs_test;
 mod schedule;
 mod verify;
@@ -61,6 +64,7 @@ pub use detector::{
     Observation, QRule, RunsAction, RunsRecord, Stats, Status, required_k, table,
 };
 pub use ecdf::Ecdf;
+pub use events::{OnHang, Probed, STILLNESS_SAMPLES, Trigger};
 pub use monitor::MonitorSet;
 pub use runs_test::{
     DEFAULT_RUNS_LEVEL, Deviation, Inconclusive, RunsOutcome, RunsTest, runs_test,

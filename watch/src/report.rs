@@ -15,11 +15,12 @@ use strata_progress::source::SourceIndex;
 use strata_result::render::{self, Format, text::TextOptions};
 use strata_result::{JobInfo, StrataResult, TreeKind};
 
-use super::command::{OnHang, Probed, Trigger};
-use super::{Classification, Stats, Verification};
+use crate::detector::Stats;
+use crate::events::{OnHang, Probed, Trigger};
+use crate::verify::{Classification, Verification};
 
 /// Everything the report says about one verified hang.
-#[derive(Serialize)]
+#[derive(Serialize, Debug)]
 pub struct Hang<'a> {
     pub job: &'a JobInfo,
     /// When the watch started (RFC 3339).
@@ -143,7 +144,7 @@ pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> 
         s,
         "  Verification: in {} samples of every rank, no rank's path (function level, cut \
          below MPI) changed.",
-        super::VERIFY_SAMPLES
+        crate::verify::VERIFY_SAMPLES
     );
     if !hang.verification.unverified_ranks.is_empty() {
         let _ = writeln!(

@@ -1,10 +1,10 @@
-//! `strata watch`: the statistical core of this module, run against a live job.
+//! `strata watch`: the statistical core ([`strata_watch`]), run against a live job.
 //!
 //! The tree network stays up beside the job. At random moments ([`Detector::next_gap`]) the
 //! monitored ranks are probed (one capture of their main thread, no tree:
 //! [`Session::probe`]); S_out feeds the [`Detector`]. An alarm is verified with
 //! [`VERIFY_SAMPLES`] probes of every rank; a verified hang gets a full snapshot through the
-//! tree (the normal result files), a report directory ([`super::report`]) and the action
+//! tree (the normal result files), a report directory ([`strata_watch::report`]) and the action
 //! `--on-hang` asks for. A job that ends makes the watch end with exit 0.
 
 use std::collections::BTreeMap;
@@ -25,22 +25,32 @@ use crate::interrupt;
 use crate::session::Session;
 use strata_result::{StrataResult, now_rfc3339};
 
-use super::report::{self, Hang};
-use super::{
-    DEFAULT_MPI_PATTERN, Detector, DetectorConfig, MonitorSet, RankState, Status, VERIFY_SAMPLES,
-    Verdict, cut_below_mpi, in_mpi, s_out, verify,
+use strata_watch::report::{self, Hang};
+use strata_watch::{
+    DEFAULT_MPI_PATTERN, Detector, DetectorConfig, MonitorSet, OnHang, Probed, RankState,
+    STILLNESS_SAMPLES, Status, Trigger, VERIFY_SAMPLES, Verdict, cut_below_mpi, in_mpi, s_out,
+    verify,
 };
 
-/// What to do once a hang is verified and reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnHang {
+/// `--on-hang`: [`OnHang`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnHangArg {
     /// Detach and exit with code 3.
     Exit,
     /// Cancel the job (scancel; SIGTERM to the ranks of a local job), then exit 3.
     Cancel,
     /// Keep watching; report again only after the job has moved.
     Continue,
+}
+
+impl From<OnHangArg> for OnHang {
+    fn from(a: OnHangArg) -> OnHang {
+        match a {
+            OnHangArg::Exit => OnHang::Exit,
+            OnHangArg::Cancel => OnHang::Cancel,
+            OnHangArg::Continue => OnHang::Continue,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -78,7 +88,7 @@ pub struct WatchArgs {
     pub report_dir: Option<PathBuf>,
     /// What to do after reporting a hang.
     #[arg(long, value_enum, default_value = "exit")]
-    pub on_hang: OnHang,
+    pub on_hang: OnHangArg,
     /// Stop watching after this long without a hang (exit 0); default: until the job ends.
     #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_duration)]
     pub watch_for: Option<Duration>,
@@ -141,33 +151,6 @@ impl WatchArgs {
             },
         }
     }
-}
-
-/// Uninformative samples in a row after which the job is verified anyway. ParaStack's test
-/// can only alarm on S_out values that are rare for the job; a job hung before the watch
-/// learned anything (or whose S_out never varies) gives nothing rare, only the same value
-/// over and over, and would be watched forever. This check is strata's addition: 50 samples
-/// (20 s at 400 ms) of no information, then the same verification an alarm gets.
-pub const STILLNESS_SAMPLES: u32 = 50;
-
-/// What started a verification.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// The statistical test: a significant streak of suspicious samples.
-    Alarm(super::Alarm),
-    /// [`STILLNESS_SAMPLES`] uninformative samples in a row, all at this S_out or below
-    /// the model's threshold.
-    Stillness { samples: u32, s_out: f64 },
-}
-
-/// One probe of the monitored ranks, for the report's timeline.
-#[derive(Debug, Clone, Serialize)]
-pub struct Probed {
-    /// Since the watch started.
-    pub ms: u64,
-    pub s_out: f64,
-    pub status: Status,
 }
 
 /// Why the watch ended.
@@ -489,7 +472,7 @@ impl Watch<'_> {
                 verification: &verification,
                 classification,
                 timeline: &self.timeline,
-                on_hang: self.args.on_hang,
+                on_hang: self.args.on_hang.into(),
                 mpi_pattern: self.pattern.as_str(),
             };
             let progress = report::progress_of(&result);
@@ -503,7 +486,7 @@ impl Watch<'_> {
                 crate::cli::write_stdout(&report::summary(&result, &hang, &progress))?;
             }
             self.say(&format!("report written to {}", dir.display()));
-            match self.args.on_hang {
+            match OnHang::from(self.args.on_hang) {
                 OnHang::Exit => {
                     return Ok(Ended::Hang {
                         report_dir: dir,
