@@ -1,38 +1,14 @@
-//! Command-line interface. Parsing (clap) stays here at the edge; subcommands return a
-//! [`Failure`] that `main` turns into one line on stderr and an exit code from
-//! [`crate::exit`].
+//! The command line: every subcommand's arguments as clap declares them, and nothing else.
+//! Clap stays here at the edge; [`crate::commands`] turns the parsed arguments into the
+//! libraries' requests and runs them.
 
-use crate::exit::{self, Exit};
+use crate::exit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::io::{IsTerminal, Write};
+use std::ops::Range;
 use std::path::PathBuf;
-use strata_filters::{Granularity, ViewOptions};
-use strata_result::annotation::Annotation;
-use strata_result::directory as output;
-use strata_result::render::{self, Format, text::TextOptions};
-use strata_result::{StrataResult, TreeKind};
-
-/// A failed command: the message (one line, says what to do) and its exit code.
-#[derive(Debug)]
-pub struct Failure {
-    pub exit: Exit,
-    pub message: String,
-}
-
-impl From<strata_tui::TuiError> for Failure {
-    fn from(e: strata_tui::TuiError) -> Self {
-        Failure::new(Exit::Internal, e.to_string())
-    }
-}
-
-impl Failure {
-    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
-        Failure {
-            exit,
-            message: message.into(),
-        }
-    }
-}
+use std::time::Duration;
+use strata_filters::synth::{Placement, SynthParams};
+use strata_watch::{DEFAULT_MPI_PATTERN, MonitorSet, OnHang};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -68,7 +44,7 @@ pub enum Command {
     /// Watch a running job and detect a hang statistically (ParaStack): probe a few ranks
     /// at random moments, verify an alarm, snapshot and report; exit 3 on a hang.
     #[command(after_help = exit::table())]
-    Watch(crate::commands::watch::WatchArgs),
+    Watch(WatchArgs),
     /// Print every thread's stack of running processes (like `eu-stack -p` or
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
@@ -76,16 +52,16 @@ pub enum Command {
     /// Emulate a large job (STATBench-style): synthetic daemons answer the real protocol,
     /// real commnodes merge; prints the time per phase, bytes per level, peak memory.
     #[command(after_help = exit::table())]
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
     /// Emulated daemons of `strata bench` (internal).
     #[command(hide = true)]
-    BenchDaemons(crate::bench::EmulatorArgs),
+    BenchDaemons(EmulatorArgs),
     /// A daemon of the tree network (started by `strata attach`, internal).
     #[command(hide = true)]
-    Daemon(crate::roles::DaemonArgs),
+    Daemon(DaemonArgs),
     /// A communication process of the tree network (started by `strata attach`, internal).
     #[command(hide = true)]
-    Commnode(crate::roles::CommnodeArgs),
+    Commnode(CommnodeArgs),
 }
 
 /// Which resource manager starts the daemons.
@@ -346,186 +322,258 @@ pub struct ShowArgs {
     pub source_dir: Vec<PathBuf>,
 }
 
-impl ShowArgs {
-    /// The terminal UI's first view: granularity, cut, tree, progress order, source dirs.
-    pub fn view_state(&self) -> strata_tui::ViewState {
-        let (opts, kind) = view_options(self);
-        strata_tui::ViewState {
-            kind,
-            opts,
-            progress: self.progress,
-            source_dirs: self.source_dir.clone(),
-            ..Default::default()
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PlacementArg {
+    /// Daemon d holds ranks d*k .. (d+1)*k.
+    Block,
+    /// Daemon d holds ranks d, d+D, d+2D, ...
+    Cyclic,
+}
+
+/// The synthetic job (shared by `strata bench` and its emulator processes).
+#[derive(Debug, Clone, Args)]
+pub struct SynthArgs {
+    /// Emulated daemons.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub daemons: u32,
+    /// Tasks per daemon.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tasks_per_daemon: u32,
+    /// Equivalence classes (divergent call paths).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub eqclasses: u32,
+    /// Frames from `_start` to the MPI entry.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(4..=1_000))]
+    pub maxdepth: u32,
+    /// Fraction of ranks in rank-specific leaves.
+    #[arg(long, default_value_t = 0.001)]
+    pub noise: f64,
+    /// Samples per task.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub samples: u32,
+    #[arg(long, value_enum, default_value = "block")]
+    pub placement: PlacementArg,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SynthArgs {
+    pub fn params(&self) -> SynthParams {
+        SynthParams {
+            daemons: self.daemons,
+            tasks_per_daemon: self.tasks_per_daemon,
+            classes: self.eqclasses,
+            depth: self.maxdepth,
+            noise: self.noise.clamp(0.0, 1.0),
+            samples: self.samples,
+            threads_per_task: 0,
+            placement: match self.placement {
+                PlacementArg::Block => Placement::Block,
+                PlacementArg::Cyclic => Placement::Cyclic,
+            },
+            seed: self.seed,
         }
     }
 
-    /// The progress order of `result`, when `--progress` asks for it.
-    pub fn progress_order(
-        &self,
-        result: &StrataResult,
-    ) -> Option<strata_progress::order::ProgressOrder> {
-        self.progress.then(|| {
-            let mut sources = strata_progress::source::SourceIndex::new(self.source_dir.clone());
-            strata_progress::order::analyze(result, &mut sources)
-        })
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            format!("--daemons={}", self.daemons),
+            format!("--tasks-per-daemon={}", self.tasks_per_daemon),
+            format!("--eqclasses={}", self.eqclasses),
+            format!("--maxdepth={}", self.maxdepth),
+            format!("--noise={}", self.noise),
+            format!("--samples={}", self.samples),
+            format!(
+                "--placement={}",
+                match self.placement {
+                    PlacementArg::Block => "block",
+                    PlacementArg::Cyclic => "cyclic",
+                }
+            ),
+            format!("--seed={}", self.seed),
+        ]
     }
 }
 
-/// Runs a parsed command line.
-pub fn run(cli: Cli) -> Result<Exit, Failure> {
-    match cli.command {
-        Command::View(args) => view(args),
-        Command::Dump(args) => crate::dump::run(args),
-        Command::Attach(args) => crate::attach::run(args),
-        Command::Demo(args) => crate::demo::run(args),
-        Command::DemoRank(args) => crate::demo::rank_main(args),
-        Command::Daemon(args) => crate::roles::daemon(args),
-        Command::Bench(args) => crate::bench::run(args),
-        Command::BenchDaemons(args) => crate::bench::emulate(args),
-        Command::Commnode(args) => crate::roles::commnode(args),
-        Command::Watch(args) => crate::commands::watch::run(args),
-    }
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    /// Most children per tree node (default: the shallowest tree with at most 64).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
+    pub fanout: Option<u32>,
+    /// Edges from the front end to a daemon (1: no commnodes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub depth: Option<u32>,
+    /// OS processes the emulated daemons are spread over.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub emulators: u32,
+    /// Compare the result with the trees built directly from the synthetic traces; exit 1
+    /// when they differ.
+    #[arg(long)]
+    pub check: bool,
+    /// Write the measurements as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Send job-wide bit vectors of global ranks at every level and merge them by union,
+    /// as STAT did before the 208K paper: the baseline whose cost grows with the job.
+    #[arg(long)]
+    pub dense: bool,
 }
 
-fn view(args: ViewArgs) -> Result<Exit, Failure> {
-    let result = StrataResult::read(&args.result)
-        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
-    // The interactive view needs a terminal on both ends; a format asked for by name, a
-    // pipe or a file get printed output, as scripts expect.
-    let interactive = !args.print
-        && args.show.format.is_none()
-        && std::io::stdin().is_terminal()
-        && std::io::stdout().is_terminal();
-    if interactive {
-        if let Some(dir) = &args.output {
-            write_files(&result, dir, args.show.progress_order(&result).as_ref())?;
+/// The hidden role: `count` emulated daemons from `first` on.
+#[derive(Debug, Args)]
+pub struct EmulatorArgs {
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub parents: Vec<String>,
+    #[arg(long)]
+    pub first: u32,
+    #[arg(long)]
+    pub count: u32,
+    /// The daemons' level in the tree (for their measurements).
+    #[arg(long)]
+    pub level: u32,
+    /// Prepare replies of job-wide bit vectors (`strata bench --dense`).
+    #[arg(long)]
+    pub dense: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Addresses of the level above, comma-separated; the parent is chosen by index.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub parents: Vec<String>,
+    /// Number of daemons in the session.
+    #[arg(long)]
+    pub daemons: u32,
+    /// This daemon's index (default: the resource manager's node index).
+    #[arg(long)]
+    pub index: Option<u32>,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct CommnodeArgs {
+    #[arg(long, required_unless_present = "in_job")]
+    pub parent: Option<String>,
+    #[arg(long, required_unless_present = "in_job")]
+    pub index: Option<u32>,
+    /// Its level in the tree (1: a child of the front end).
+    #[arg(long, default_value_t = 1)]
+    pub level: u32,
+    /// Children's indices, `first-end` (end exclusive).
+    #[arg(long, value_parser = parse_range, required_unless_present = "in_job")]
+    pub children: Option<Range<u32>>,
+    #[arg(long, value_parser = ["daemon", "commnode"], required_unless_present = "in_job")]
+    pub child_role: Option<String>,
+    /// Per child, the daemons below it (`first-end,...`), for reports.
+    #[arg(long, value_delimiter = ',', value_parser = parse_range)]
+    pub child_daemons: Vec<Range<u32>>,
+    /// `HOST:PORT` to listen on; `auto` as the host: the address this host's name resolves to.
+    #[arg(long, required_unless_present = "in_job")]
+    pub listen: Option<String>,
+    /// Launched into a job (one launch for a whole level): the arguments of every commnode
+    /// of the level, one string each; this one takes the `SLURM_PROCID`-th.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        conflicts_with_all = ["parent", "index", "children", "child_role", "listen"]
+    )]
+    pub in_job: Vec<String>,
+}
+
+fn parse_range(text: &str) -> Result<Range<u32>, String> {
+    let (a, b) = text
+        .split_once('-')
+        .ok_or_else(|| format!("'{text}' is not a range first-end"))?;
+    let a: u32 = a.parse().map_err(|_| format!("'{text}': bad start"))?;
+    let b: u32 = b.parse().map_err(|_| format!("'{text}': bad end"))?;
+    if a > b {
+        return Err(format!("'{text}': start after end"));
+    }
+    Ok(a..b)
+}
+
+/// `--on-hang`: [`OnHang`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnHangArg {
+    /// Detach and exit with code 3.
+    Exit,
+    /// Cancel the job (scancel; SIGTERM to the ranks of a local job), then exit 3.
+    Cancel,
+    /// Keep watching; report again only after the job has moved.
+    Continue,
+}
+
+impl From<OnHangArg> for OnHang {
+    fn from(a: OnHangArg) -> OnHang {
+        match a {
+            OnHangArg::Exit => OnHang::Exit,
+            OnHangArg::Cancel => OnHang::Cancel,
+            OnHangArg::Continue => OnHang::Continue,
         }
-        let state = args.show.view_state();
-        let color = color_on(args.show.color, true);
-        let last = strata_tui::run(result, Box::new(strata_tui::Saved), state, color)?;
-        return Ok(Exit::of_result(&last));
-    }
-    let progress = show(&result, &args.show)?;
-    if let Some(dir) = args.output {
-        write_files(&result, &dir, progress.as_ref())?;
-    }
-    Ok(Exit::of_result(&result))
-}
-
-/// The view and tree `args` ask for.
-pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
-    let opts = ViewOptions {
-        granularity: match args.granularity {
-            GranularityArg::Function => Granularity::Function,
-            GranularityArg::Line => Granularity::Line,
-            GranularityArg::Module => Granularity::Module,
-        },
-        cut_below_mpi: !args.no_cut,
-    };
-    let kind = match args.tree {
-        TreeArg::TwoD => TreeKind::TwoD,
-        TreeArg::ThreeD => TreeKind::ThreeD,
-    };
-    (opts, kind)
-}
-
-/// Whether to use colour: `--color`, and for `auto` a terminal without `NO_COLOR` (set and
-/// not empty: https://no-color.org).
-pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
-    match choice {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     }
 }
 
-/// Prints `result` on standard output as `args` say; returns the progress order when
-/// `--progress` asked for one (the result files carry it too).
-pub fn show(
-    result: &StrataResult,
-    args: &ShowArgs,
-) -> Result<Option<strata_progress::order::ProgressOrder>, Failure> {
-    let (opts, kind) = view_options(args);
-    let t = std::time::Instant::now();
-    let progress = args.progress_order(result);
-    if let Some(p) = &progress
-        && std::env::var_os("STRATA_TIMINGS").is_some()
-    {
-        eprintln!(
-            "strata: timing: progress order: {:.1} ms ({} classes, {} branching points)",
-            t.elapsed().as_secs_f64() * 1e3,
-            p.classes.len(),
-            p.branch_points.len()
-        );
-    }
-    let format = match args.format.unwrap_or(FormatArg::Text) {
-        FormatArg::Text => Format::Text,
-        FormatArg::Dot => Format::Dot,
-        FormatArg::Json => Format::Json,
-        FormatArg::Folded => Format::Folded,
-    };
-    let stdout = std::io::stdout();
-    let tty = stdout.is_terminal();
-    let color = color_on(args.color, tty);
-    let text_opts = if tty && !args.all {
-        TextOptions::terminal(color, terminal_width())
-    } else {
-        TextOptions {
-            color,
-            ..TextOptions::default()
-        }
-    };
-    let text = match (&progress, format) {
-        (None, _) => render::render(result, format, kind, opts, text_opts),
-        (Some(p), Format::Text) => {
-            render::text::render_annotated(result, kind, opts, text_opts, Some(p))
-        }
-        (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
-        (Some(p), Format::Json) => strata_progress::report::json_text(p),
-        (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
-    };
-    write_stdout(&text)?;
-    Ok(progress)
-}
-
-/// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
-/// choice, not an error.
-pub fn write_stdout(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::new(
-            Exit::Internal,
-            format!("cannot write to standard output: {e}"),
-        )),
-    }
-}
-
-/// Writes the result directory and says where on stderr; with a progress order, its labels
-/// go into the tree files and `progress.txt`/`progress.json` are added.
-pub fn write_files(
-    result: &StrataResult,
-    dir: &std::path::Path,
-    progress: Option<&strata_progress::order::ProgressOrder>,
-) -> Result<(), Failure> {
-    let written =
-        output::write_all(result, dir, progress.map(|p| p as &dyn Annotation)).map_err(|e| {
-            Failure::new(
-                Exit::BadInput,
-                format!("cannot write result files to {}: {e}", dir.display()),
-            )
-        })?;
-    eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
-    Ok(())
-}
-
-fn terminal_width() -> Option<usize> {
-    if let Some(cols) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-    {
-        return Some(cols);
-    }
-    terminal_size::terminal_size().map(|(w, _)| w.0 as usize)
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
+pub struct WatchArgs {
+    /// The job to watch: a Slurm job id (JOB or JOB.STEP).
+    #[arg(value_name = "JOBID")]
+    pub job: Option<String>,
+    /// The job step to watch (default: the one with the most tasks).
+    #[arg(long, value_name = "STEP", requires = "job")]
+    pub step: Option<u32>,
+    /// The ranks of a job on this host: the launcher (mpirun) ...
+    #[arg(long, value_name = "PID")]
+    pub launcher_pid: Option<i32>,
+    /// ... or the rank processes themselves, in rank order.
+    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
+    pub pids: Vec<i32>,
+    /// Ranks monitored between alarms (ParaStack's random subset; another set is swapped in
+    /// every 30 samples).
+    #[arg(long, default_value_t = MonitorSet::DEFAULT_SIZE as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub monitor: u32,
+    /// The first sampling interval I (gaps are uniform in [I/2, 3I/2]; doubled while the
+    /// samples are not random).
+    #[arg(long, default_value = "400ms", value_parser = crate::cli::parse_duration)]
+    pub interval: Duration,
+    /// Significance of the hang test: a streak of k suspicious samples is a hang when
+    /// q^k <= alpha.
+    #[arg(long, default_value_t = 0.001)]
+    pub alpha: f64,
+    /// A frame whose function name matches this regex means "inside MPI".
+    #[arg(long, default_value = DEFAULT_MPI_PATTERN, value_name = "REGEX")]
+    pub mpi_pattern: String,
+    /// Where the hang report goes (default: strata-watch-JOB-TIME in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// What to do after reporting a hang.
+    #[arg(long, value_enum, default_value = "exit")]
+    pub on_hang: OnHangArg,
+    /// Stop watching after this long without a hang (exit 0); default: until the job ends.
+    #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_duration)]
+    pub watch_for: Option<Duration>,
+    /// Samples of the snapshot taken when a hang is verified.
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub samples: u32,
+    /// Print the outcome as JSON on standard output (for cron and CI).
+    #[arg(long)]
+    pub json: bool,
+    /// Print every probe (time, S_out, the detector's verdict) on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Seed of the random choices (monitored ranks, gaps); default: from the clock.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The resource manager (as for attach).
+    #[arg(long, value_enum)]
+    pub rm: Option<ResourceManager>,
+    /// Daemons to start with the local resource manager.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub daemons: Option<u32>,
+    /// Most children per tree node.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
+    pub fanout: Option<u32>,
 }

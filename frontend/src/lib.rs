@@ -1,20 +1,17 @@
-//! The strata front end: the `strata` command, the result file and its renderings.
+//! The `strata` command: a thin layer over the library crates.
 //!
-//! `cli` parses; `attach` runs an attach (`session`: the front end as the tree network's
-//! root, launching commnodes and daemons and driving their commands); `roles` are the
-//! `strata daemon` / `strata commnode` entry points; `result`, `render` and `output` are the
-//! result file and its renderings; `demo` and `dump` the other subcommands; `watch` is the
-//! statistical core of `strata watch` (hang detection and verification, no I/O); `progress`
-//! is the temporal order analysis (program points from the sources, and their order).
+//! [`cli`] declares the command line (clap, nothing else); [`commands`] has one module per
+//! subcommand, turning arguments into the libraries' requests; [`failure`] and [`exit`] are
+//! how a run ends (one line and the documented exit code). The rest is the glue that only
+//! a front end needs: [`job`] finds a job's ranks and opens the tree network on them
+//! ([`session`]), [`live`] lets the terminal UI drive a live session, and [`interrupt`]
+//! turns Ctrl-C into a clean detach.
 
-pub mod attach;
-pub mod bench;
 pub mod cli;
 pub mod commands;
-pub mod demo;
-pub mod dump;
 pub mod exit;
+pub mod failure;
 pub mod interrupt;
+pub mod job;
 pub mod live;
-pub mod roles;
 pub mod session;

@@ -12,9 +12,11 @@ use std::time::Duration;
 use strata_launcher::Launcher;
 use strata_proto::overlay::{Sample, Setup};
 
-use crate::attach::{self, Place};
-use crate::cli::{AttachArgs, Failure, write_files};
+use crate::cli::AttachArgs;
+use crate::commands::show::write_files;
 use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::job::{self, Place};
 use crate::session::Session;
 use strata_result::directory as output;
 use strata_result::variables::{self as values, VariableReads, VariableSpec};
@@ -75,7 +77,7 @@ impl Source for LiveSource {
         let sampled = runtime
             .block_on(session.sample(&sample))
             .ok_or("interrupted by a signal: the job has been detached")?;
-        let assembled = attach::assemble(self.job.clone(), &session.rank_map, &sampled, &sample)
+        let assembled = job::assemble(self.job.clone(), &session.rank_map, &sampled, &sample)
             .map_err(|f| f.message)?;
         self.sample = sample;
         Ok(assembled.result)
@@ -158,13 +160,13 @@ pub(crate) fn run(
     job_name: Option<String>,
     color: bool,
 ) -> Result<Exit, Failure> {
-    let (plan, mut launcher, key) = attach::tree_plan(setup, sample.clone(), args, place, true)?;
+    let (plan, mut launcher, key) = job::tree_plan(setup, sample.clone(), args, place, true)?;
     let signals = unless_debugging(signals);
-    let Some((runtime, mut session)) = attach::open_live(&plan, launcher.as_mut(), key, signals)?
+    let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
     };
-    let job = attach::job_info(place, args, &session.rank_map, job_name);
+    let job = job::job_info(place, args, &session.rank_map, job_name);
     let mut source = LiveSource {
         runtime,
         session: None,
@@ -172,7 +174,7 @@ pub(crate) fn run(
         job,
         sample,
     };
-    if let Some(failure) = attach::nothing_found(&session.rank_map) {
+    if let Some(failure) = job::nothing_found(&session.rank_map) {
         source.session = Some(session);
         return Err(failure);
     }
@@ -190,7 +192,7 @@ pub(crate) fn run(
     };
     let result = {
         let session = source.session.as_deref().expect("just set");
-        attach::assemble(
+        job::assemble(
             source.job.clone(),
             &session.rank_map,
             &sampled,
@@ -206,7 +208,12 @@ pub(crate) fn run(
         .as_deref()
         .map(Session::warnings_handle)
         .expect("open");
-    let outcome = tui::run(result, Box::new(source), args.show.view_state(), color);
+    let outcome = tui::run(
+        result,
+        Box::new(source),
+        crate::commands::show::view_state(&args.show),
+        color,
+    );
     for w in warnings
         .lock()
         .expect("not poisoned")

@@ -3,7 +3,8 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use strata_frontend::cli::{Cli, run};
+use strata_frontend::cli::Cli;
+use strata_frontend::commands::run;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

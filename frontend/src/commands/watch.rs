@@ -12,108 +12,22 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::attach::{self, Place};
-use crate::cli::{
-    AttachArgs, ColorArg, Failure, GranularityArg, ResourceManager, ShowArgs, TreeArg,
-};
+use crate::cli::{AttachArgs, ColorArg, GranularityArg, ShowArgs, TreeArg, WatchArgs};
 use crate::exit::Exit;
+use crate::failure::Failure;
 use crate::interrupt;
+use crate::job::{self, Place};
 use crate::session::Session;
 use strata_result::{StrataResult, now_rfc3339};
 
 use strata_watch::report::{self, Hang};
 use strata_watch::{
-    DEFAULT_MPI_PATTERN, Detector, DetectorConfig, MonitorSet, OnHang, Probed, RankState,
-    STILLNESS_SAMPLES, Status, Trigger, VERIFY_SAMPLES, Verdict, cut_below_mpi, in_mpi, s_out,
-    verify,
+    Detector, DetectorConfig, MonitorSet, OnHang, Probed, RankState, STILLNESS_SAMPLES, Status,
+    Trigger, VERIFY_SAMPLES, Verdict, cut_below_mpi, in_mpi, s_out, verify,
 };
-
-/// `--on-hang`: [`OnHang`] on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnHangArg {
-    /// Detach and exit with code 3.
-    Exit,
-    /// Cancel the job (scancel; SIGTERM to the ranks of a local job), then exit 3.
-    Cancel,
-    /// Keep watching; report again only after the job has moved.
-    Continue,
-}
-
-impl From<OnHangArg> for OnHang {
-    fn from(a: OnHangArg) -> OnHang {
-        match a {
-            OnHangArg::Exit => OnHang::Exit,
-            OnHangArg::Cancel => OnHang::Cancel,
-            OnHangArg::Continue => OnHang::Continue,
-        }
-    }
-}
-
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
-pub struct WatchArgs {
-    /// The job to watch: a Slurm job id (JOB or JOB.STEP).
-    #[arg(value_name = "JOBID")]
-    pub job: Option<String>,
-    /// The job step to watch (default: the one with the most tasks).
-    #[arg(long, value_name = "STEP", requires = "job")]
-    pub step: Option<u32>,
-    /// The ranks of a job on this host: the launcher (mpirun) ...
-    #[arg(long, value_name = "PID")]
-    pub launcher_pid: Option<i32>,
-    /// ... or the rank processes themselves, in rank order.
-    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
-    pub pids: Vec<i32>,
-    /// Ranks monitored between alarms (ParaStack's random subset; another set is swapped in
-    /// every 30 samples).
-    #[arg(long, default_value_t = MonitorSet::DEFAULT_SIZE as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub monitor: u32,
-    /// The first sampling interval I (gaps are uniform in [I/2, 3I/2]; doubled while the
-    /// samples are not random).
-    #[arg(long, default_value = "400ms", value_parser = crate::cli::parse_duration)]
-    pub interval: Duration,
-    /// Significance of the hang test: a streak of k suspicious samples is a hang when
-    /// q^k <= alpha.
-    #[arg(long, default_value_t = 0.001)]
-    pub alpha: f64,
-    /// A frame whose function name matches this regex means "inside MPI".
-    #[arg(long, default_value = DEFAULT_MPI_PATTERN, value_name = "REGEX")]
-    pub mpi_pattern: String,
-    /// Where the hang report goes (default: strata-watch-JOB-TIME in the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub report_dir: Option<PathBuf>,
-    /// What to do after reporting a hang.
-    #[arg(long, value_enum, default_value = "exit")]
-    pub on_hang: OnHangArg,
-    /// Stop watching after this long without a hang (exit 0); default: until the job ends.
-    #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_duration)]
-    pub watch_for: Option<Duration>,
-    /// Samples of the snapshot taken when a hang is verified.
-    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub samples: u32,
-    /// Print the outcome as JSON on standard output (for cron and CI).
-    #[arg(long)]
-    pub json: bool,
-    /// Print every probe (time, S_out, the detector's verdict) on stderr.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Seed of the random choices (monitored ranks, gaps); default: from the clock.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// The resource manager (as for attach).
-    #[arg(long, value_enum)]
-    pub rm: Option<ResourceManager>,
-    /// Daemons to start with the local resource manager.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
-    pub daemons: Option<u32>,
-    /// Most children per tree node.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
-    pub fanout: Option<u32>,
-}
 
 impl WatchArgs {
     /// The attach options the tree is built from.
@@ -178,29 +92,29 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     let pattern = Regex::new(&args.mpi_pattern)
         .map_err(|e| bad(format!("--mpi-pattern '{}': {e}", args.mpi_pattern)))?;
     let attach_args = args.attach_args();
-    let place = attach::where_to_attach(&attach_args)?;
+    let place = job::where_to_attach(&attach_args)?;
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
             Exit::Internal,
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let (setup, sample) = attach::requests(&attach_args, &place);
+    let (setup, sample) = job::requests(&attach_args, &place);
     let progress = std::io::stderr().is_terminal() && !args.json;
     let (plan, mut launcher, key) =
-        attach::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
-    let Some((runtime, mut session)) = attach::open_live(&plan, launcher.as_mut(), key, signals)?
+        job::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
+    let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
     };
-    if let Some(failure) = attach::nothing_found(&session.rank_map) {
+    if let Some(failure) = job::nothing_found(&session.rank_map) {
         let _ = runtime.block_on(session.close());
         drop(runtime);
         launcher.reap(Duration::from_secs(5));
         return Err(failure);
     }
     session.quiet();
-    let job = attach::job_info(&place, &attach_args, &session.rank_map, None);
+    let job = job::job_info(&place, &attach_args, &session.rank_map, None);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -235,7 +149,10 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
             "seed": seed,
             "result": &ended,
         });
-        crate::cli::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&v).unwrap()))?;
+        crate::commands::show::write_stdout(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).unwrap()
+        ))?;
     }
     Ok(match ended {
         Ended::Hang { .. } => Exit::HangDetected,
@@ -483,7 +400,7 @@ impl Watch<'_> {
                 )
             })?;
             if !self.args.json {
-                crate::cli::write_stdout(&report::summary(&result, &hang, &progress))?;
+                crate::commands::show::write_stdout(&report::summary(&result, &hang, &progress))?;
             }
             self.say(&format!("report written to {}", dir.display()));
             match OnHang::from(self.args.on_hang) {
@@ -535,7 +452,7 @@ impl Watch<'_> {
         let interrupted =
             || Failure::new(Exit::Interrupted, "interrupted while taking the snapshot");
         let sampled = session.sample(sample).await.ok_or_else(interrupted)?;
-        let mut result = attach::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result;
+        let mut result = job::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result;
         // The loop counters the report's progress order needs, read as attach --progress
         // reads them: who is behind inside the time-step loop.
         let requests = strata_progress::order::loop_requests(

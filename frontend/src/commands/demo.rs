@@ -15,9 +15,10 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::attach;
-use crate::cli::{AttachArgs, DemoArgs, DemoRankArgs, Failure};
+use crate::cli::{AttachArgs, DemoArgs, DemoRankArgs};
+use crate::commands::attach;
 use crate::exit::Exit;
+use crate::failure::Failure;
 
 /// The rank that is stuck in its computation.
 const STUCK_RANK: u32 = 1;

@@ -1,4 +1,5 @@
-//! `strata attach`: find the job's ranks, sample them through the tree network (or, with
+//! Finding a job's ranks and opening the tree network on them: what `strata attach`, its
+//! live mode, `strata demo` and `strata watch` share. From the original `strata attach`: find the job's ranks, sample them through the tree network (or, with
 //! `--serial`, in this process), merge, remap to rank order, show the default view, write
 //! the result files.
 //!
@@ -7,7 +8,6 @@
 //! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::IsTerminal;
 use std::time::{Duration, SystemTime};
 
 use strata_daemon::agent;
@@ -24,139 +24,22 @@ use strata_launcher::slurm::{self, SlurmError, SlurmJob, SlurmLauncher};
 use strata_launcher::topology::Topology;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, SlurmTarget, StacksReply, TaskNote,
+    ErrorKind, PidList, Sample, SampleReply, Setup, SetupReply, SlurmTarget, TaskNote,
     VariableRequest, setup::Target,
 };
 
-use crate::cli::{AttachArgs, Failure, ResourceManager, show, write_files, write_stdout};
-use crate::dump::symbol_options;
+use crate::cli::{AttachArgs, ResourceManager};
+use crate::commands::dump::symbol_options;
 use crate::exit::Exit;
-use crate::interrupt;
+use crate::failure::Failure;
 use crate::session::{self, Outcome, Plan};
 use strata_progress::order;
 use strata_progress::source::SourceIndex;
-use strata_result::directory as output;
 use strata_result::variables::VariableSpec;
 use strata_result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
 };
-
-pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
-    run_named(args, None)
-}
-
-/// [`run`], with the job named `job_name` instead of after its launcher or first process.
-pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
-    let looked_up = std::time::Instant::now();
-    let place = where_to_attach(&args)?;
-    let lookup = looked_up.elapsed();
-    // Before any thread exists, so that they all inherit the blocked signals.
-    let signals = interrupt::watch().map_err(|e| {
-        Failure::new(
-            Exit::Internal,
-            format!("cannot set up signal handling: {e}"),
-        )
-    })?;
-    let (setup, sample) = requests(&args, &place);
-    let progress = std::io::stderr().is_terminal() && !args.json;
-    if args.interactive {
-        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-            return Err(Failure::new(
-                Exit::BadInput,
-                "-i needs a terminal on standard input and output: run it in a terminal, or \
-                 drop -i to print the tree",
-            ));
-        }
-        let color = crate::cli::color_on(args.show.color, true);
-        return crate::live::run(setup, sample, &args, &place, signals, job_name, color);
-    }
-    let started = looked_up;
-    // `--progress` assembles the result inside the session (to choose the loop counters
-    // to read); it is kept here so that the remap runs, and warns, once.
-    let mut early: Option<Assembled> = None;
-    let gathered = if args.serial {
-        serial(setup, &sample, &args, signals)?
-    } else {
-        tree(
-            setup,
-            sample.clone(),
-            &args,
-            &place,
-            signals,
-            progress,
-            &mut early,
-        )?
-    };
-    let gathered = match gathered {
-        Outcome::Done(g) => g,
-        Outcome::Interrupted(sig) => {
-            eprintln!("strata: {sig}: stopped; every process detached");
-            return Ok(Exit::Interrupted);
-        }
-    };
-    let rank_map = &gathered.rank_map;
-    report_problems(rank_map);
-    if let Some(failure) = nothing_found(rank_map) {
-        return Err(failure);
-    }
-    let job = job_info(&place, &args, rank_map, job_name);
-    let t = std::time::Instant::now();
-    let mut assembled = match early {
-        Some(mut a) => {
-            a.result.meta.job = job;
-            a
-        }
-        None => assemble(job, rank_map, &gathered.sampled, &sample)?,
-    };
-    if let Some((requests, reply)) = &gathered.variables {
-        assembled.result.set_variables(requests, reply);
-    }
-    let remapped = t.elapsed();
-    let mut show_args = args.show;
-    // `--json` is the result for scripts, with or without `--progress` (whose order then
-    // goes into the result directory's progress.json).
-    let progress_for_files = args.json && show_args.progress;
-    if args.json {
-        show_args.format = Some(crate::cli::FormatArg::Json);
-        show_args.progress = false;
-    }
-    let t = std::time::Instant::now();
-    let mut progress = show(&assembled.result, &show_args)?;
-    if progress_for_files {
-        show_args.progress = true;
-        progress = show_args.progress_order(&assembled.result);
-    }
-    let rendered = t.elapsed();
-    hints(&assembled, args.threads);
-    print_stacks(&args.rank, &gathered.stacks, &assembled)?;
-    if !args.no_files {
-        let dir = args
-            .output
-            .clone()
-            .unwrap_or_else(|| output::default_dir(&assembled.result));
-        write_files(&assembled.result, &dir, progress.as_ref())?;
-    }
-    if std::env::var_os("STRATA_TIMINGS").is_some() {
-        let mut phases = vec![("job lookup", lookup)];
-        phases.extend(gathered.timings.iter().cloned());
-        phases.push(("remap and assemble", remapped));
-        phases.push(("render", rendered));
-        for (phase, d) in phases {
-            eprintln!("strata: timing: {phase}: {:.1} ms", d.as_secs_f64() * 1e3);
-        }
-        eprintln!(
-            "strata: timing: total: {:.1} ms",
-            started.elapsed().as_secs_f64() * 1e3
-        );
-    }
-    let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
-    Ok(if assembled.result.meta.missing.is_empty() && !troubled {
-        Exit::Complete
-    } else {
-        Exit::Partial
-    })
-}
 
 /// What the daemons are asked: which tasks (the rank map's target) and how to sample.
 pub(crate) fn requests(args: &AttachArgs, place: &Place) -> (Setup, Sample) {
@@ -286,7 +169,7 @@ pub(crate) fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
     Ok(Place::Slurm { job, step })
 }
 
-fn slurm_failure(e: SlurmError) -> Failure {
+pub(crate) fn slurm_failure(e: SlurmError) -> Failure {
     let exit = match &e {
         SlurmError::NotFound(_)
         | SlurmError::Finished(..)
@@ -308,8 +191,14 @@ pub(crate) fn open_live(
     key: SessionKey,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
 ) -> Result<Option<(tokio::runtime::Runtime, Box<session::Session>)>, Failure> {
-    let opened = session::open_blocking(crate::roles::runtime()?, plan, launcher, key, signals)
-        .map_err(|e| Failure::new(Exit::Internal, e.0))?;
+    let opened = session::open_blocking(
+        crate::commands::roles::runtime()?,
+        plan,
+        launcher,
+        key,
+        signals,
+    )
+    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
     if let Some((_, s)) = &opened {
         report_problems(&s.rank_map);
     }
@@ -317,7 +206,7 @@ pub(crate) fn open_live(
 }
 
 /// Through the tree: launch, connect, command, merge.
-fn tree(
+pub(crate) fn tree(
     setup: Setup,
     sample: Sample,
     args: &AttachArgs,
@@ -344,7 +233,7 @@ fn tree(
         requests
     };
     let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), args, place, progress)?;
-    let runtime = crate::roles::runtime()?;
+    let runtime = crate::commands::roles::runtime()?;
     let outcome = runtime.block_on(session::run(
         plan,
         launcher.as_mut(),
@@ -417,7 +306,7 @@ pub(crate) fn tree_plan(
 }
 
 /// In this process: the front end is its own (only) daemon. For comparison and debugging.
-fn serial(
+pub(crate) fn serial(
     setup: Setup,
     sample: &Sample,
     args: &AttachArgs,
@@ -519,7 +408,7 @@ pub(crate) fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
 }
 
 /// `mpirun-1234` for a launcher, `ring-5678` (executable, first pid) for pids.
-fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
+pub(crate) fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
     let comm = |pid: i32| {
         strata_daemon::procfs::stat(pid)
             .map(|s| s.comm)
@@ -543,9 +432,9 @@ fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
 pub(crate) struct Assembled {
     pub(crate) result: StrataResult,
     /// Per task (root task order): rank and note.
-    notes: Vec<(u32, TaskNote)>,
+    pub(crate) notes: Vec<(u32, TaskNote)>,
     /// Per task: executable path.
-    executables: Vec<String>,
+    pub(crate) executables: Vec<String>,
 }
 
 pub(crate) fn assemble(
@@ -736,73 +625,7 @@ pub(crate) fn assemble(
     })
 }
 
-/// `--rank`: each chosen rank's full stacks, in the order asked.
-fn print_stacks(wanted: &[u32], stacks: &StacksReply, a: &Assembled) -> Result<(), Failure> {
-    for &r in wanted {
-        match stacks.ranks.iter().find(|s| s.rank == r) {
-            Some(s) => match &s.error {
-                None => write_stdout(&format!("\n{}", s.text))?,
-                Some(e) => eprintln!("strata: rank {r}: {e}"),
-            },
-            None if a.notes.iter().any(|(rank, _)| *rank == r) => {
-                eprintln!("strata: rank {r}: its daemon sent no stacks")
-            }
-            None => eprintln!("strata: rank {r}: not a rank of this job"),
-        }
-    }
-    Ok(())
-}
-
-/// One line per thing the user should know: ranks that could not be sampled, ranks whose
-/// main thread waits on its own threads, binaries without debug information.
-fn hints(a: &Assembled, threads_shown: bool) {
-    // One line per distinct error: a lost daemon's ranks share one.
-    let mut errors: BTreeMap<&str, Vec<(u32, Option<u32>)>> = BTreeMap::new();
-    for ((rank, note), info) in a.notes.iter().zip(&a.result.meta.ranks) {
-        if let Some(e) = &note.error {
-            errors.entry(e).or_default().push((*rank, info.pid));
-        }
-    }
-    for (e, mut ranks) in errors {
-        ranks.sort_unstable();
-        match ranks.as_slice() {
-            [(rank, Some(pid))] => eprintln!("strata: rank {rank} (pid {pid}): {e}"),
-            _ => {
-                let rs: Vec<u32> = ranks.iter().map(|r| r.0).collect();
-                eprintln!("strata: rank(s) {}: {e}", list(&rs));
-            }
-        }
-    }
-    let mut waiting: Vec<u32> = a
-        .notes
-        .iter()
-        .filter(|(_, n)| n.waits_on_threads)
-        .map(|(r, _)| *r)
-        .collect();
-    waiting.sort_unstable();
-    if !waiting.is_empty() && !threads_shown {
-        eprintln!(
-            "strata: rank(s) {}: the main thread waits for its own threads (join, condition, \
-             barrier or lock); run with --threads to see what they do",
-            list(&waiting)
-        );
-    }
-    let no_debug: BTreeSet<&str> = a
-        .notes
-        .iter()
-        .zip(&a.executables)
-        .filter(|((_, n), _)| n.no_debug_info)
-        .map(|(_, exe)| exe.as_str())
-        .collect();
-    for exe in no_debug {
-        eprintln!(
-            "strata: {exe} has no debug information: its frames are named from its symbol \
-             table, without source lines (rebuild with -g, or install its debug package)"
-        );
-    }
-}
-
-fn list(ranks: &[u32]) -> String {
+pub(crate) fn list(ranks: &[u32]) -> String {
     format_runs(&runs_of(ranks.iter().copied()))
 }
 

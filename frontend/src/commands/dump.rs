@@ -12,8 +12,10 @@ use strata_daemon::sampler::Sampler;
 use strata_daemon::stacks::DEFAULT_MAX_FRAMES;
 use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 
-use crate::cli::{DumpArgs, Failure, write_stdout};
+use crate::cli::DumpArgs;
+use crate::commands::show::write_stdout;
 use crate::exit::Exit;
+use crate::failure::Failure;
 use crate::interrupt;
 use strata_daemon::stack_text::render_process;
 

@@ -13,10 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
 use strata_commnode::merge::peak_rss_kib_of;
 use strata_filters::dense::{densify, to_rank_tree};
-use strata_filters::synth::{Placement, SynthJob, SynthParams};
+use strata_filters::synth::SynthJob;
 use strata_filters::wire::{self, Limits};
 use strata_filters::{
     IndexMap, PrefixTree, RankSet, ViewOptions, equivalence_classes, remap, view,
@@ -31,127 +30,10 @@ use strata_proto::overlay::{
     TaskNote, command::Action, down, setup::Target,
 };
 
-use crate::cli::Failure;
+use crate::cli::{BenchArgs, EmulatorArgs, SynthArgs};
 use crate::exit::Exit;
+use crate::failure::Failure;
 use crate::session::{self, Outcome, Plan};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum PlacementArg {
-    /// Daemon d holds ranks d*k .. (d+1)*k.
-    Block,
-    /// Daemon d holds ranks d, d+D, d+2D, ...
-    Cyclic,
-}
-
-/// The synthetic job (shared by `strata bench` and its emulator processes).
-#[derive(Debug, Clone, Args)]
-pub struct SynthArgs {
-    /// Emulated daemons.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub daemons: u32,
-    /// Tasks per daemon.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub tasks_per_daemon: u32,
-    /// Equivalence classes (divergent call paths).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub eqclasses: u32,
-    /// Frames from `_start` to the MPI entry.
-    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(4..=1_000))]
-    pub maxdepth: u32,
-    /// Fraction of ranks in rank-specific leaves.
-    #[arg(long, default_value_t = 0.001)]
-    pub noise: f64,
-    /// Samples per task.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
-    pub samples: u32,
-    #[arg(long, value_enum, default_value = "block")]
-    pub placement: PlacementArg,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-impl SynthArgs {
-    fn params(&self) -> SynthParams {
-        SynthParams {
-            daemons: self.daemons,
-            tasks_per_daemon: self.tasks_per_daemon,
-            classes: self.eqclasses,
-            depth: self.maxdepth,
-            noise: self.noise.clamp(0.0, 1.0),
-            samples: self.samples,
-            threads_per_task: 0,
-            placement: match self.placement {
-                PlacementArg::Block => Placement::Block,
-                PlacementArg::Cyclic => Placement::Cyclic,
-            },
-            seed: self.seed,
-        }
-    }
-
-    fn to_args(&self) -> Vec<String> {
-        vec![
-            format!("--daemons={}", self.daemons),
-            format!("--tasks-per-daemon={}", self.tasks_per_daemon),
-            format!("--eqclasses={}", self.eqclasses),
-            format!("--maxdepth={}", self.maxdepth),
-            format!("--noise={}", self.noise),
-            format!("--samples={}", self.samples),
-            format!(
-                "--placement={}",
-                match self.placement {
-                    PlacementArg::Block => "block",
-                    PlacementArg::Cyclic => "cyclic",
-                }
-            ),
-            format!("--seed={}", self.seed),
-        ]
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    #[command(flatten)]
-    pub synth: SynthArgs,
-    /// Most children per tree node (default: the shallowest tree with at most 64).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
-    pub fanout: Option<u32>,
-    /// Edges from the front end to a daemon (1: no commnodes).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
-    pub depth: Option<u32>,
-    /// OS processes the emulated daemons are spread over.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub emulators: u32,
-    /// Compare the result with the trees built directly from the synthetic traces; exit 1
-    /// when they differ.
-    #[arg(long)]
-    pub check: bool,
-    /// Write the measurements as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Send job-wide bit vectors of global ranks at every level and merge them by union,
-    /// as STAT did before the 208K paper: the baseline whose cost grows with the job.
-    #[arg(long)]
-    pub dense: bool,
-}
-
-/// The hidden role: `count` emulated daemons from `first` on.
-#[derive(Debug, Args)]
-pub struct EmulatorArgs {
-    #[command(flatten)]
-    pub synth: SynthArgs,
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub parents: Vec<String>,
-    #[arg(long)]
-    pub first: u32,
-    #[arg(long)]
-    pub count: u32,
-    /// The daemons' level in the tree (for their measurements).
-    #[arg(long)]
-    pub level: u32,
-    /// Prepare replies of job-wide bit vectors (`strata bench --dense`).
-    #[arg(long)]
-    pub dense: bool,
-}
 
 fn internal(e: impl std::fmt::Display) -> Failure {
     Failure::new(Exit::Internal, e.to_string())
@@ -269,7 +151,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         connect_timeout: Duration::from_secs(120),
         progress: false,
     };
-    let runtime = crate::roles::runtime()?;
+    let runtime = crate::commands::roles::runtime()?;
     let (_never, signals) = std::sync::mpsc::channel();
     let started = Instant::now();
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals, None));
@@ -458,7 +340,7 @@ type RankTree = PrefixTree<RankSet>;
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
     let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
     let job = Arc::new(SynthJob::new(args.synth.params()));
-    let runtime = crate::roles::runtime()?;
+    let runtime = crate::commands::roles::runtime()?;
     let parents = Arc::new(args.parents);
     let result: Result<(), String> = runtime.block_on(async {
         let mut tasks = Vec::new();

@@ -3,57 +3,13 @@
 //! and report failures as one line on stderr (the front end's terminal) and exit code 1.
 
 use std::net::SocketAddr;
-use std::ops::Range;
 
-use clap::Args;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::Role;
 
-use crate::cli::Failure;
+use crate::cli::{CommnodeArgs, DaemonArgs};
 use crate::exit::Exit;
-
-#[derive(Debug, Args)]
-pub struct DaemonArgs {
-    /// Addresses of the level above, comma-separated; the parent is chosen by index.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub parents: Vec<String>,
-    /// Number of daemons in the session.
-    #[arg(long)]
-    pub daemons: u32,
-    /// This daemon's index (default: the resource manager's node index).
-    #[arg(long)]
-    pub index: Option<u32>,
-}
-
-#[derive(Debug, Args, Default)]
-pub struct CommnodeArgs {
-    #[arg(long, required_unless_present = "in_job")]
-    pub parent: Option<String>,
-    #[arg(long, required_unless_present = "in_job")]
-    pub index: Option<u32>,
-    /// Its level in the tree (1: a child of the front end).
-    #[arg(long, default_value_t = 1)]
-    pub level: u32,
-    /// Children's indices, `first-end` (end exclusive).
-    #[arg(long, value_parser = parse_range, required_unless_present = "in_job")]
-    pub children: Option<Range<u32>>,
-    #[arg(long, value_parser = ["daemon", "commnode"], required_unless_present = "in_job")]
-    pub child_role: Option<String>,
-    /// Per child, the daemons below it (`first-end,...`), for reports.
-    #[arg(long, value_delimiter = ',', value_parser = parse_range)]
-    pub child_daemons: Vec<Range<u32>>,
-    /// `HOST:PORT` to listen on; `auto` as the host: the address this host's name resolves to.
-    #[arg(long, required_unless_present = "in_job")]
-    pub listen: Option<String>,
-    /// Launched into a job (one launch for a whole level): the arguments of every commnode
-    /// of the level, one string each; this one takes the `SLURM_PROCID`-th.
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        conflicts_with_all = ["parent", "index", "children", "child_role", "listen"]
-    )]
-    pub in_job: Vec<String>,
-}
+use crate::failure::Failure;
 
 /// `--in-job`: this task's arguments among the level's (by `SLURM_PROCID`).
 fn own_line(lines: &[String]) -> Result<CommnodeArgs, Failure> {
@@ -76,18 +32,6 @@ fn own_line(lines: &[String]) -> Result<CommnodeArgs, Failure> {
     <One as clap::Parser>::try_parse_from(words)
         .map(|one| one.args)
         .map_err(|e| Failure::new(Exit::BadInput, format!("--in-job: {e}")))
-}
-
-fn parse_range(text: &str) -> Result<Range<u32>, String> {
-    let (a, b) = text
-        .split_once('-')
-        .ok_or_else(|| format!("'{text}' is not a range first-end"))?;
-    let a: u32 = a.parse().map_err(|_| format!("'{text}': bad start"))?;
-    let b: u32 = b.parse().map_err(|_| format!("'{text}': bad end"))?;
-    if a > b {
-        return Err(format!("'{text}': start after end"));
-    }
-    Ok(a..b)
 }
 
 /// The async runtime of every networked role (front end, commnode, daemon, emulator): two

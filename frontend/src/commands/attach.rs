@@ -1,0 +1,206 @@
+//! `strata attach`: find the job's ranks, sample them through the tree network (or, with
+//! `--serial`, in this process), merge, remap to rank order, show the default view, write
+//! the result files.
+//!
+//! Both paths produce the same two replies a tree root receives, the rank map
+//! ([`SetupReply`]) and the merged samples ([`SampleReply`]), so everything after them
+//! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+
+use strata_proto::overlay::StacksReply;
+
+use crate::cli::AttachArgs;
+use crate::commands::show::{show, write_files, write_stdout};
+use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::interrupt;
+use crate::job::{
+    Assembled, assemble, job_info, list, nothing_found, report_problems, requests, serial, tree,
+    where_to_attach,
+};
+use crate::session::Outcome;
+use strata_result::directory as output;
+
+pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
+    run_named(args, None)
+}
+
+/// [`run`], with the job named `job_name` instead of after its launcher or first process.
+pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
+    let looked_up = std::time::Instant::now();
+    let place = where_to_attach(&args)?;
+    let lookup = looked_up.elapsed();
+    // Before any thread exists, so that they all inherit the blocked signals.
+    let signals = interrupt::watch().map_err(|e| {
+        Failure::new(
+            Exit::Internal,
+            format!("cannot set up signal handling: {e}"),
+        )
+    })?;
+    let (setup, sample) = requests(&args, &place);
+    let progress = std::io::stderr().is_terminal() && !args.json;
+    if args.interactive {
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            return Err(Failure::new(
+                Exit::BadInput,
+                "-i needs a terminal on standard input and output: run it in a terminal, or \
+                 drop -i to print the tree",
+            ));
+        }
+        let color = crate::commands::show::color_on(args.show.color, true);
+        return crate::live::run(setup, sample, &args, &place, signals, job_name, color);
+    }
+    let started = looked_up;
+    // `--progress` assembles the result inside the session (to choose the loop counters
+    // to read); it is kept here so that the remap runs, and warns, once.
+    let mut early: Option<Assembled> = None;
+    let gathered = if args.serial {
+        serial(setup, &sample, &args, signals)?
+    } else {
+        tree(
+            setup,
+            sample.clone(),
+            &args,
+            &place,
+            signals,
+            progress,
+            &mut early,
+        )?
+    };
+    let gathered = match gathered {
+        Outcome::Done(g) => g,
+        Outcome::Interrupted(sig) => {
+            eprintln!("strata: {sig}: stopped; every process detached");
+            return Ok(Exit::Interrupted);
+        }
+    };
+    let rank_map = &gathered.rank_map;
+    report_problems(rank_map);
+    if let Some(failure) = nothing_found(rank_map) {
+        return Err(failure);
+    }
+    let job = job_info(&place, &args, rank_map, job_name);
+    let t = std::time::Instant::now();
+    let mut assembled = match early {
+        Some(mut a) => {
+            a.result.meta.job = job;
+            a
+        }
+        None => assemble(job, rank_map, &gathered.sampled, &sample)?,
+    };
+    if let Some((requests, reply)) = &gathered.variables {
+        assembled.result.set_variables(requests, reply);
+    }
+    let remapped = t.elapsed();
+    let mut show_args = args.show;
+    // `--json` is the result for scripts, with or without `--progress` (whose order then
+    // goes into the result directory's progress.json).
+    let progress_for_files = args.json && show_args.progress;
+    if args.json {
+        show_args.format = Some(crate::cli::FormatArg::Json);
+        show_args.progress = false;
+    }
+    let t = std::time::Instant::now();
+    let mut progress = show(&assembled.result, &show_args)?;
+    if progress_for_files {
+        show_args.progress = true;
+        progress = crate::commands::show::progress_order(&show_args, &assembled.result);
+    }
+    let rendered = t.elapsed();
+    hints(&assembled, args.threads);
+    print_stacks(&args.rank, &gathered.stacks, &assembled)?;
+    if !args.no_files {
+        let dir = args
+            .output
+            .clone()
+            .unwrap_or_else(|| output::default_dir(&assembled.result));
+        write_files(&assembled.result, &dir, progress.as_ref())?;
+    }
+    if std::env::var_os("STRATA_TIMINGS").is_some() {
+        let mut phases = vec![("job lookup", lookup)];
+        phases.extend(gathered.timings.iter().cloned());
+        phases.push(("remap and assemble", remapped));
+        phases.push(("render", rendered));
+        for (phase, d) in phases {
+            eprintln!("strata: timing: {phase}: {:.1} ms", d.as_secs_f64() * 1e3);
+        }
+        eprintln!(
+            "strata: timing: total: {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
+    Ok(if assembled.result.meta.missing.is_empty() && !troubled {
+        Exit::Complete
+    } else {
+        Exit::Partial
+    })
+}
+
+/// `--rank`: each chosen rank's full stacks, in the order asked.
+fn print_stacks(wanted: &[u32], stacks: &StacksReply, a: &Assembled) -> Result<(), Failure> {
+    for &r in wanted {
+        match stacks.ranks.iter().find(|s| s.rank == r) {
+            Some(s) => match &s.error {
+                None => write_stdout(&format!("\n{}", s.text))?,
+                Some(e) => eprintln!("strata: rank {r}: {e}"),
+            },
+            None if a.notes.iter().any(|(rank, _)| *rank == r) => {
+                eprintln!("strata: rank {r}: its daemon sent no stacks")
+            }
+            None => eprintln!("strata: rank {r}: not a rank of this job"),
+        }
+    }
+    Ok(())
+}
+
+/// One line per thing the user should know: ranks that could not be sampled, ranks whose
+/// main thread waits on its own threads, binaries without debug information.
+fn hints(a: &Assembled, threads_shown: bool) {
+    // One line per distinct error: a lost daemon's ranks share one.
+    let mut errors: BTreeMap<&str, Vec<(u32, Option<u32>)>> = BTreeMap::new();
+    for ((rank, note), info) in a.notes.iter().zip(&a.result.meta.ranks) {
+        if let Some(e) = &note.error {
+            errors.entry(e).or_default().push((*rank, info.pid));
+        }
+    }
+    for (e, mut ranks) in errors {
+        ranks.sort_unstable();
+        match ranks.as_slice() {
+            [(rank, Some(pid))] => eprintln!("strata: rank {rank} (pid {pid}): {e}"),
+            _ => {
+                let rs: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+                eprintln!("strata: rank(s) {}: {e}", list(&rs));
+            }
+        }
+    }
+    let mut waiting: Vec<u32> = a
+        .notes
+        .iter()
+        .filter(|(_, n)| n.waits_on_threads)
+        .map(|(r, _)| *r)
+        .collect();
+    waiting.sort_unstable();
+    if !waiting.is_empty() && !threads_shown {
+        eprintln!(
+            "strata: rank(s) {}: the main thread waits for its own threads (join, condition, \
+             barrier or lock); run with --threads to see what they do",
+            list(&waiting)
+        );
+    }
+    let no_debug: BTreeSet<&str> = a
+        .notes
+        .iter()
+        .zip(&a.executables)
+        .filter(|((_, n), _)| n.no_debug_info)
+        .map(|(_, exe)| exe.as_str())
+        .collect();
+    for exe in no_debug {
+        eprintln!(
+            "strata: {exe} has no debug information: its frames are named from its symbol \
+             table, without source lines (rebuild with -g, or install its debug package)"
+        );
+    }
+}

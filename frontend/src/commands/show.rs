@@ -1,0 +1,153 @@
+//! Printing a result and writing its files, as `view`, `attach`, `demo` and `watch` do.
+
+use crate::cli::{ColorArg, FormatArg, GranularityArg, ShowArgs, TreeArg};
+use crate::exit::Exit;
+
+use crate::failure::Failure;
+use std::io::{IsTerminal, Write};
+use strata_filters::{Granularity, ViewOptions};
+use strata_result::annotation::Annotation;
+use strata_result::directory as output;
+use strata_result::render::{self, Format, text::TextOptions};
+use strata_result::{StrataResult, TreeKind};
+
+/// The progress order of `result`, when `--progress` asks for it.
+pub fn progress_order(
+    args: &ShowArgs,
+    result: &StrataResult,
+) -> Option<strata_progress::order::ProgressOrder> {
+    args.progress.then(|| {
+        let mut sources = strata_progress::source::SourceIndex::new(args.source_dir.clone());
+        strata_progress::order::analyze(result, &mut sources)
+    })
+}
+
+/// The view and tree `args` ask for.
+pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
+    let opts = ViewOptions {
+        granularity: match args.granularity {
+            GranularityArg::Function => Granularity::Function,
+            GranularityArg::Line => Granularity::Line,
+            GranularityArg::Module => Granularity::Module,
+        },
+        cut_below_mpi: !args.no_cut,
+    };
+    let kind = match args.tree {
+        TreeArg::TwoD => TreeKind::TwoD,
+        TreeArg::ThreeD => TreeKind::ThreeD,
+    };
+    (opts, kind)
+}
+
+/// Whether to use colour: `--color`, and for `auto` a terminal without `NO_COLOR` (set and
+/// not empty: https://no-color.org).
+pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
+    match choice {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// Prints `result` on standard output as `args` say; returns the progress order when
+/// `--progress` asked for one (the result files carry it too).
+pub fn show(
+    result: &StrataResult,
+    args: &ShowArgs,
+) -> Result<Option<strata_progress::order::ProgressOrder>, Failure> {
+    let (opts, kind) = view_options(args);
+    let t = std::time::Instant::now();
+    let progress = progress_order(args, result);
+    if let Some(p) = &progress
+        && std::env::var_os("STRATA_TIMINGS").is_some()
+    {
+        eprintln!(
+            "strata: timing: progress order: {:.1} ms ({} classes, {} branching points)",
+            t.elapsed().as_secs_f64() * 1e3,
+            p.classes.len(),
+            p.branch_points.len()
+        );
+    }
+    let format = match args.format.unwrap_or(FormatArg::Text) {
+        FormatArg::Text => Format::Text,
+        FormatArg::Dot => Format::Dot,
+        FormatArg::Json => Format::Json,
+        FormatArg::Folded => Format::Folded,
+    };
+    let stdout = std::io::stdout();
+    let tty = stdout.is_terminal();
+    let color = color_on(args.color, tty);
+    let text_opts = if tty && !args.all {
+        TextOptions::terminal(color, terminal_width())
+    } else {
+        TextOptions {
+            color,
+            ..TextOptions::default()
+        }
+    };
+    let text = match (&progress, format) {
+        (None, _) => render::render(result, format, kind, opts, text_opts),
+        (Some(p), Format::Text) => {
+            render::text::render_annotated(result, kind, opts, text_opts, Some(p))
+        }
+        (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
+        (Some(p), Format::Json) => strata_progress::report::json_text(p),
+        (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
+    };
+    write_stdout(&text)?;
+    Ok(progress)
+}
+
+/// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
+/// choice, not an error.
+pub fn write_stdout(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::new(
+            Exit::Internal,
+            format!("cannot write to standard output: {e}"),
+        )),
+    }
+}
+
+/// Writes the result directory and says where on stderr; with a progress order, its labels
+/// go into the tree files and `progress.txt`/`progress.json` are added.
+pub fn write_files(
+    result: &StrataResult,
+    dir: &std::path::Path,
+    progress: Option<&strata_progress::order::ProgressOrder>,
+) -> Result<(), Failure> {
+    let written =
+        output::write_all(result, dir, progress.map(|p| p as &dyn Annotation)).map_err(|e| {
+            Failure::new(
+                Exit::BadInput,
+                format!("cannot write result files to {}: {e}", dir.display()),
+            )
+        })?;
+    eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
+    Ok(())
+}
+
+fn terminal_width() -> Option<usize> {
+    if let Some(cols) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+    {
+        return Some(cols);
+    }
+    terminal_size::terminal_size().map(|(w, _)| w.0 as usize)
+}
+
+/// The terminal UI's first view: granularity, cut, tree, progress order, source dirs.
+pub fn view_state(args: &ShowArgs) -> strata_tui::ViewState {
+    let (opts, kind) = view_options(args);
+    strata_tui::ViewState {
+        kind,
+        opts,
+        progress: args.progress,
+        source_dirs: args.source_dir.clone(),
+        ..Default::default()
+    }
+}
