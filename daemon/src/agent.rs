@@ -31,6 +31,7 @@ use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
 use crate::stack_text::render_process;
 use crate::symbols::{SymbolOptions, Symbolizer};
 use crate::variables::{self, VariableCache};
+use strata_proto::sampling::Sampling;
 
 /// Where a daemon sits in the tree.
 #[derive(Clone, Debug)]
@@ -606,21 +607,18 @@ impl State {
     }
 }
 
-/// Sampling options from a (validated, bounded) sample command.
+/// Sampling options from a sample command, every field bounded
+/// ([`Sampling::from_command`]: the bounds live with the settings).
 pub fn sample_options(s: &pb::Sample) -> SampleOptions {
+    let sampling = Sampling::from_command(s);
     SampleOptions {
-        samples: s.samples.clamp(1, 100_000),
-        interval: Duration::from_micros(s.interval_us.min(3_600_000_000)),
-        jitter: if s.jitter.is_finite() {
-            s.jitter.clamp(0.0, 1.0)
-        } else {
-            0.2
-        },
-        threads: s.threads,
-        max_frames: if s.max_frames == 0 {
-            SampleOptions::default().max_frames
-        } else {
-            (s.max_frames as usize).min(100_000)
+        samples: sampling.samples,
+        interval: sampling.interval,
+        jitter: sampling.jitter,
+        threads: sampling.threads,
+        max_frames: match sampling.max_frames {
+            0 => SampleOptions::default().max_frames,
+            n => n as usize,
         },
         ..SampleOptions::default()
     }

@@ -24,6 +24,7 @@ use crate::procfs::{Mapping, Pid};
 use crate::stacks::{self, TaskStacks, ThreadStack};
 use crate::symbols::{DebugSource, Symbolizer};
 use crate::unwind::{FrameKind, UnwoundStack, WalkEnd};
+use strata_proto::sampling::Sampling;
 
 /// How to sample.
 #[derive(Clone, Debug)]
@@ -47,9 +48,9 @@ pub struct SampleOptions {
 impl Default for SampleOptions {
     fn default() -> Self {
         SampleOptions {
-            samples: 10,
-            interval: Duration::from_millis(100),
-            jitter: 0.2,
+            samples: Sampling::DEFAULT_SAMPLES,
+            interval: Sampling::DEFAULT_INTERVAL,
+            jitter: Sampling::DEFAULT_JITTER,
             threads: false,
             retries: 2,
             max_frames: stacks::DEFAULT_MAX_FRAMES,

@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 use strata_filters::synth::{Placement, SynthParams};
+use strata_proto::sampling::Sampling;
 use strata_watch::{DEFAULT_MPI_PATTERN, MonitorSet, OnHang};
 
 #[derive(Debug, Parser)]
@@ -73,6 +74,15 @@ pub enum ResourceManager {
     Slurm,
 }
 
+impl From<ResourceManager> for crate::job::ResourceManager {
+    fn from(rm: ResourceManager) -> Self {
+        match rm {
+            ResourceManager::Local => crate::job::ResourceManager::Local,
+            ResourceManager::Slurm => crate::job::ResourceManager::Slurm,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
 pub struct AttachArgs {
@@ -92,10 +102,10 @@ pub struct AttachArgs {
     #[arg(long, value_name = "PID")]
     pub launcher_pid: Option<i32>,
     /// Number of samples.
-    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'n', long, default_value_t = Sampling::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(1..=Sampling::MAX_SAMPLES as i64))]
     pub samples: u32,
     /// Time between samples (`100ms`, `0.5s`, `2s`), varied by up to 20% at random.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration)]
     pub interval: std::time::Duration,
     /// Sample every thread (by default the main thread of each rank).
     #[arg(long)]
@@ -161,10 +171,10 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(3..=256))]
     pub ranks: u32,
     /// Number of samples.
-    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'n', long, default_value_t = Sampling::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(1..=Sampling::MAX_SAMPLES as i64))]
     pub samples: u32,
     /// Time between samples.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration)]
     pub interval: std::time::Duration,
     /// Also print these ranks' full stacks.
     #[arg(long, value_delimiter = ',', value_name = "R,...")]
@@ -556,7 +566,7 @@ pub struct WatchArgs {
     #[arg(long = "for", value_name = "DURATION", value_parser = crate::cli::parse_duration)]
     pub watch_for: Option<Duration>,
     /// Samples of the snapshot taken when a hang is verified.
-    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'n', long, default_value_t = Sampling::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(1..=Sampling::MAX_SAMPLES as i64))]
     pub samples: u32,
     /// Print the outcome as JSON on standard output (for cron and CI).
     #[arg(long)]
@@ -576,4 +586,23 @@ pub struct WatchArgs {
     /// Most children per tree node.
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=65_536))]
     pub fanout: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_default_text_is_the_sampling_default() {
+        assert_eq!(
+            parse_duration(Sampling::DEFAULT_INTERVAL_TEXT),
+            Ok(Sampling::DEFAULT_INTERVAL)
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -28,45 +28,122 @@ use strata_proto::overlay::{
     VariableRequest, setup::Target,
 };
 
-use crate::cli::{AttachArgs, ResourceManager};
 use crate::commands::dump::symbol_options;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::session::{self, Outcome, Plan};
+use std::path::PathBuf;
 use strata_progress::order;
 use strata_progress::source::SourceIndex;
+use strata_proto::sampling::Sampling;
 use strata_result::variables::VariableSpec;
 use strata_result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
 };
 
+/// Which processes an attach is aimed at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobTarget {
+    /// A resource manager's job id as typed (`1234`, `1234.0`), and `--step`.
+    Job { id: String, step: Option<u32> },
+    /// The ranks' process ids on this host, in rank order.
+    Pids(Vec<i32>),
+    /// A launcher on this host; its descendants with an MPI rank are the ranks.
+    Launcher(i32),
+}
+
+/// Who starts the daemons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceManager {
+    /// Processes on this host.
+    Local,
+    /// A Slurm job's nodes, one daemon per node.
+    Slurm,
+}
+
+/// The tree network's shape, as asked for (`None`: strata chooses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    /// Daemons on this host (local jobs; Slurm starts one per node).
+    pub daemons: Option<u32>,
+    /// Most children per tree node.
+    pub fanout: Option<u32>,
+    /// Edges from the front end to a daemon.
+    pub depth: Option<u32>,
+    /// Run the commnodes inside the job's allocation (Slurm).
+    pub commnodes_in_job: bool,
+}
+
+/// What an attach asks for, whoever asks: `strata attach` (and its live mode), `strata
+/// demo` and `strata watch` each build one from their own options.
+#[derive(Clone, Debug)]
+pub struct AttachRequest {
+    pub target: JobTarget,
+    /// `None`: Slurm for a job id, local for pids or a launcher.
+    pub rm: Option<ResourceManager>,
+    pub sampling: Sampling,
+    pub tree: TreeShape,
+    /// Sample in this process, without daemons or a tree.
+    pub serial: bool,
+    /// Where separate debug information lives.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Ranks whose full stacks come back with the last sample (`--rank`).
+    pub stacks_of: Vec<u32>,
+    /// Variables read in every rank after sampling (`--var`).
+    pub variables: Vec<VariableSpec>,
+    /// Also read the loop-order variables the progress order needs (`--progress`).
+    pub loop_variables: bool,
+    /// Where the job's sources live, for the loop-order variables.
+    pub source_dirs: Vec<PathBuf>,
+}
+
+impl AttachRequest {
+    /// A request for `target` with every other setting at its default.
+    pub fn new(target: JobTarget) -> AttachRequest {
+        AttachRequest {
+            target,
+            rm: None,
+            sampling: Sampling::default(),
+            tree: TreeShape::default(),
+            serial: false,
+            debug_dirs: Vec::new(),
+            stacks_of: Vec::new(),
+            variables: Vec::new(),
+            loop_variables: false,
+            source_dirs: Vec::new(),
+        }
+    }
+
+    /// The launcher's pid, when the target is a launcher.
+    fn launcher_pid(&self) -> Option<i32> {
+        match self.target {
+            JobTarget::Launcher(pid) => Some(pid),
+            _ => None,
+        }
+    }
+}
+
 /// What the daemons are asked: which tasks (the rank map's target) and how to sample.
-pub(crate) fn requests(args: &AttachArgs, place: &Place) -> (Setup, Sample) {
-    let target = match (place, args.launcher_pid) {
+pub(crate) fn requests(req: &AttachRequest, place: &Place) -> (Setup, Sample) {
+    let target = match (place, &req.target) {
         (Place::Slurm { job, step }, _) => Target::Slurm(SlurmTarget {
             job: job.id,
             step: *step,
         }),
-        (Place::Local, Some(pid)) => Target::LauncherPid(pid as u32),
-        (Place::Local, None) => Target::Pids(PidList {
-            pids: args.pids.iter().map(|&p| p as u32).collect(),
+        (Place::Local, JobTarget::Launcher(pid)) => Target::LauncherPid(*pid as u32),
+        (Place::Local, JobTarget::Pids(pids)) => Target::Pids(PidList {
+            pids: pids.iter().map(|&p| p as u32).collect(),
         }),
+        (Place::Local, JobTarget::Job { .. }) => unreachable!("a job id is placed under Slurm"),
     };
-    let sample = Sample {
-        samples: args.samples,
-        interval_us: args.interval.as_micros() as u64,
-        jitter: 0.2,
-        threads: args.threads,
-        max_frames: 0,
-        dense: false,
-    };
+    let sample = req.sampling.to_command();
     let setup = Setup {
         uid: nix::unistd::getuid().as_raw(),
         target: Some(target),
         share: 0,
-        debug_dirs: args
-            .debug_dir
+        debug_dirs: req
+            .debug_dirs
             .iter()
             .map(|d| d.to_string_lossy().into_owned())
             .collect(),
@@ -77,7 +154,7 @@ pub(crate) fn requests(args: &AttachArgs, place: &Place) -> (Setup, Sample) {
 /// The job as the result file names it.
 pub(crate) fn job_info(
     place: &Place,
-    args: &AttachArgs,
+    req: &AttachRequest,
     rank_map: &SetupReply,
     job_name: Option<String>,
 ) -> JobInfo {
@@ -89,10 +166,10 @@ pub(crate) fn job_info(
             launcher_pid: None,
         },
         Place::Local => JobInfo {
-            id: job_name.unwrap_or_else(|| job_id(args, rank_map)),
+            id: job_name.unwrap_or_else(|| job_id(req, rank_map)),
             resource_manager: "local".to_string(),
             step: None,
-            launcher_pid: args.launcher_pid.map(|p| p as u32),
+            launcher_pid: req.launcher_pid().map(|p| p as u32),
         },
     }
 }
@@ -105,22 +182,29 @@ pub(crate) enum Place {
     Slurm { job: SlurmJob, step: Option<u32> },
 }
 
-/// Checks the options against each other and looks a job id up.
-pub(crate) fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
+/// Checks the request's settings against each other and looks a job id up.
+pub(crate) fn where_to_attach(req: &AttachRequest) -> Result<Place, Failure> {
     let bad = |m: &str| Err(Failure::new(Exit::BadInput, m.to_string()));
-    let Some(text) = &args.job else {
-        if args.rm == Some(ResourceManager::Slurm) {
+    req.sampling
+        .validate()
+        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    let JobTarget::Job {
+        id: text,
+        step: step_option,
+    } = &req.target
+    else {
+        if req.rm == Some(ResourceManager::Slurm) {
             return bad("--rm slurm needs a job id: strata attach JOBID");
         }
         return Ok(Place::Local);
     };
-    if args.rm == Some(ResourceManager::Local) {
+    if req.rm == Some(ResourceManager::Local) {
         return bad(
             "a job id needs a resource manager (--rm slurm); on the ranks' host, --rm local \
              takes --launcher-pid or --pids",
         );
     }
-    if args.daemons.is_some() {
+    if req.tree.daemons.is_some() {
         return bad("under Slurm strata starts one daemon per node of the job: drop --daemons");
     }
     let (id, step_in_id) = match text.split_once('.') {
@@ -142,10 +226,10 @@ pub(crate) fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
         })?),
         None => None,
     };
-    if step_in_id.is_some() && args.step.is_some() && step_in_id != args.step {
+    if step_in_id.is_some() && step_option.is_some() && step_in_id != *step_option {
         return bad("the job id names one step and --step another");
     }
-    if args.rm.is_none() && !slurm::available() {
+    if req.rm.is_none() && !slurm::available() {
         return Err(Failure::new(
             Exit::NotFound,
             format!(
@@ -156,9 +240,9 @@ pub(crate) fn where_to_attach(args: &AttachArgs) -> Result<Place, Failure> {
     }
     let job = slurm::lookup(id, nix::unistd::getuid().as_raw()).map_err(slurm_failure)?;
     let step = job
-        .choose_step(step_in_id.or(args.step))
+        .choose_step(step_in_id.or(*step_option))
         .map_err(slurm_failure)?;
-    if job.steps.len() > 1 && step_in_id.or(args.step).is_none() {
+    if job.steps.len() > 1 && step_in_id.or(*step_option).is_none() {
         eprintln!(
             "strata: job {id} has steps {}: sampling step {id}.{} (the most tasks; --step \
              chooses another)",
@@ -209,14 +293,14 @@ pub(crate) fn open_live(
 pub(crate) fn tree(
     setup: Setup,
     sample: Sample,
-    args: &AttachArgs,
+    req: &AttachRequest,
     place: &Place,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     progress: bool,
     early: &mut Option<Assembled>,
 ) -> Result<Outcome, Failure> {
-    let fixed: Vec<VariableRequest> = args.var.iter().map(VariableSpec::request).collect();
-    let (with_loops, source_dirs) = (args.show.progress, args.show.source_dir.clone());
+    let fixed: Vec<VariableRequest> = req.variables.iter().map(VariableSpec::request).collect();
+    let (with_loops, source_dirs) = (req.loop_variables, req.source_dirs.clone());
     // `--var` reads what it names; `--progress` also the loop-order variables of the loops
     // the sampled ranks are in (which needs the samples, so it is decided here).
     let mut pick = |rank_map: &SetupReply, sampled: &SampleReply| {
@@ -232,7 +316,7 @@ pub(crate) fn tree(
         }
         requests
     };
-    let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), args, place, progress)?;
+    let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), req, place, progress)?;
     let runtime = crate::commands::roles::runtime()?;
     let outcome = runtime.block_on(session::run(
         plan,
@@ -251,15 +335,15 @@ pub(crate) fn tree(
 pub(crate) fn tree_plan(
     setup: Setup,
     sample: Sample,
-    args: &AttachArgs,
+    req: &AttachRequest,
     place: &Place,
     progress: bool,
 ) -> Result<(Plan, Box<dyn Launcher>, SessionKey), Failure> {
     let daemons = match place {
-        Place::Local => args.daemons.unwrap_or(1),
+        Place::Local => req.tree.daemons.unwrap_or(1),
         Place::Slurm { job, .. } => job.nodes,
     };
-    let topology = Topology::choose(daemons, args.fanout, args.depth)
+    let topology = Topology::choose(daemons, req.tree.fanout, req.tree.depth)
         .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
     let key = SessionKey::generate()
         .map_err(|e| Failure::new(Exit::Internal, format!("no random session key: {e}")))?;
@@ -276,13 +360,13 @@ pub(crate) fn tree_plan(
                 exe,
                 key.to_hex(),
                 slurm::this_host_address(),
-                args.commnodes_in_job,
+                req.tree.commnodes_in_job,
             )),
             0,
         ),
     };
     let commnodes: u32 = topology.commnode_levels().iter().sum();
-    let inside = if args.commnodes_in_job && commnodes > 0 {
+    let inside = if req.tree.commnodes_in_job && commnodes > 0 {
         " in the job"
     } else {
         ""
@@ -298,7 +382,7 @@ pub(crate) fn tree_plan(
         setup: Setup { share, ..setup },
         topology,
         sample,
-        stacks_of: args.rank.clone(),
+        stacks_of: req.stacks_of.clone(),
         connect_timeout: Duration::from_secs(20),
         progress,
     };
@@ -309,7 +393,7 @@ pub(crate) fn tree_plan(
 pub(crate) fn serial(
     setup: Setup,
     sample: &Sample,
-    args: &AttachArgs,
+    req: &AttachRequest,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
 ) -> Result<Outcome, Failure> {
     let t0 = std::time::Instant::now();
@@ -324,7 +408,7 @@ pub(crate) fn serial(
     let mut timings = vec![("rank map", t0.elapsed())];
     let t = std::time::Instant::now();
     let capturer = Capturer::with_default_threads();
-    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));
+    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&req.debug_dirs)));
     let options = agent::sample_options(sample);
     let interrupted = std::cell::Cell::new(None);
     let stop = || {
@@ -339,7 +423,7 @@ pub(crate) fn serial(
         return Ok(Outcome::Interrupted(sig));
     }
     timings.push(("sample", t.elapsed()));
-    let stacks = agent::stacks_reply(&tasks, &sampled.last, &args.rank);
+    let stacks = agent::stacks_reply(&tasks, &sampled.last, &req.stacks_of);
     Ok(Outcome::Done(Box::new(session::Gathered {
         rank_map,
         sampled: agent::sample_reply(&sampled),
@@ -408,13 +492,13 @@ pub(crate) fn nothing_found(rank_map: &SetupReply) -> Option<Failure> {
 }
 
 /// `mpirun-1234` for a launcher, `ring-5678` (executable, first pid) for pids.
-pub(crate) fn job_id(args: &AttachArgs, rank_map: &SetupReply) -> String {
+pub(crate) fn job_id(req: &AttachRequest, rank_map: &SetupReply) -> String {
     let comm = |pid: i32| {
         strata_daemon::procfs::stat(pid)
             .map(|s| s.comm)
             .unwrap_or_else(|_| "job".to_string())
     };
-    if let Some(pid) = args.launcher_pid {
+    if let Some(pid) = req.launcher_pid() {
         return format!("{}-{pid}", comm(pid));
     }
     let first = rank_map

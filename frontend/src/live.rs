@@ -12,16 +12,16 @@ use std::time::Duration;
 use strata_launcher::Launcher;
 use strata_proto::overlay::{Sample, Setup};
 
-use crate::cli::AttachArgs;
 use crate::commands::show::write_files;
 use crate::exit::Exit;
 use crate::failure::Failure;
-use crate::job::{self, Place};
+use crate::job::{self, AttachRequest, Place};
 use crate::session::Session;
+use std::path::PathBuf;
 use strata_result::directory as output;
 use strata_result::variables::{self as values, VariableReads, VariableSpec};
 use strata_result::{JobInfo, StrataResult};
-use strata_tui::{self as tui, Source};
+use strata_tui::{self as tui, Source, ViewState};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
 pub struct LiveSource {
@@ -150,23 +150,36 @@ impl Drop for LiveSource {
     }
 }
 
+/// How the live UI starts and what it leaves behind.
+#[derive(Debug)]
+pub(crate) struct LiveOptions {
+    /// The first view.
+    pub state: ViewState,
+    pub color: bool,
+    /// The name the result files give the job (else after its launcher or first process).
+    pub job_name: Option<String>,
+    /// Where the last result's files go on quitting; `None`: the default directory.
+    pub output: Option<PathBuf>,
+    /// Write no files on quitting.
+    pub no_files: bool,
+}
+
 /// Opens the session, samples once, and runs the terminal UI on it until the user quits.
 pub(crate) fn run(
     setup: Setup,
     sample: Sample,
-    args: &AttachArgs,
+    req: &AttachRequest,
     place: &Place,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
-    job_name: Option<String>,
-    color: bool,
+    options: LiveOptions,
 ) -> Result<Exit, Failure> {
-    let (plan, mut launcher, key) = job::tree_plan(setup, sample.clone(), args, place, true)?;
+    let (plan, mut launcher, key) = job::tree_plan(setup, sample.clone(), req, place, true)?;
     let signals = unless_debugging(signals);
     let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
     };
-    let job = job::job_info(place, args, &session.rank_map, job_name);
+    let job = job::job_info(place, req, &session.rank_map, options.job_name);
     let mut source = LiveSource {
         runtime,
         session: None,
@@ -208,12 +221,7 @@ pub(crate) fn run(
         .as_deref()
         .map(Session::warnings_handle)
         .expect("open");
-    let outcome = tui::run(
-        result,
-        Box::new(source),
-        crate::commands::show::view_state(&args.show),
-        color,
-    );
+    let outcome = tui::run(result, Box::new(source), options.state, options.color);
     for w in warnings
         .lock()
         .expect("not poisoned")
@@ -225,11 +233,8 @@ pub(crate) fn run(
     // The source (and with it the session) has been dropped by now: the tree is shut down.
     let last = outcome?;
     let exit = Exit::of_result(&last);
-    if !args.no_files {
-        let dir = args
-            .output
-            .clone()
-            .unwrap_or_else(|| output::default_dir(&last));
+    if !options.no_files {
+        let dir = options.output.unwrap_or_else(|| output::default_dir(&last));
         write_files(&last, &dir, None)?;
     }
     Ok(exit)

@@ -20,6 +20,7 @@ pub const ROLE_ENV: &str = "STRATA_ROLE";
 pub mod auth;
 pub mod link;
 pub mod overlay;
+pub mod sampling;
 
 /// The generated gRPC service: `overlay_client::OverlayClient` and
 /// `overlay_server::{Overlay, OverlayServer}`.

@@ -11,26 +11,92 @@ use std::io::IsTerminal;
 
 use strata_proto::overlay::StacksReply;
 
-use crate::cli::AttachArgs;
-use crate::commands::show::{show, write_files, write_stdout};
+use crate::cli::{AttachArgs, ShowArgs};
+use crate::commands::show::{color_on, show, view_state, write_files, write_stdout};
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::interrupt;
 use crate::job::{
-    Assembled, assemble, job_info, list, nothing_found, report_problems, requests, serial, tree,
-    where_to_attach,
+    Assembled, AttachRequest, JobTarget, TreeShape, assemble, job_info, list, nothing_found,
+    report_problems, requests, serial, tree, where_to_attach,
 };
+use crate::live::LiveOptions;
 use crate::session::Outcome;
+use std::path::PathBuf;
+use strata_proto::sampling::Sampling;
 use strata_result::directory as output;
 
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
-    run_named(args, None)
+    let (req, shown) = request(args);
+    run_request(req, shown, None)
 }
 
-/// [`run`], with the job named `job_name` instead of after its launcher or first process.
-pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Failure> {
+/// The job's side of `strata attach`'s options: what to attach to and how to sample.
+pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
+    let target = match (args.job, args.launcher_pid) {
+        (Some(id), _) => JobTarget::Job {
+            id,
+            step: args.step,
+        },
+        (None, Some(pid)) => JobTarget::Launcher(pid),
+        (None, None) => JobTarget::Pids(args.pids),
+    };
+    let req = AttachRequest {
+        target,
+        rm: args.rm.map(Into::into),
+        sampling: Sampling {
+            samples: args.samples,
+            interval: args.interval,
+            threads: args.threads,
+            ..Sampling::default()
+        },
+        tree: TreeShape {
+            daemons: args.daemons,
+            fanout: args.fanout,
+            depth: args.depth,
+            commnodes_in_job: args.commnodes_in_job,
+        },
+        serial: args.serial,
+        debug_dirs: args.debug_dir,
+        stacks_of: args.rank,
+        variables: args.var,
+        loop_variables: args.show.progress,
+        source_dirs: args.show.source_dir.clone(),
+    };
+    let shown = Presentation {
+        json: args.json,
+        interactive: args.interactive,
+        output: args.output,
+        no_files: args.no_files,
+        show: args.show,
+    };
+    (req, shown)
+}
+
+/// The command's side of an attach: how the result is shown and kept.
+#[derive(Debug)]
+pub struct Presentation {
+    /// The result as JSON on standard output, no progress bar.
+    pub json: bool,
+    /// The terminal UI on the live session.
+    pub interactive: bool,
+    /// Where the result files go (default: strata-results/<job>-<time>/).
+    pub output: Option<PathBuf>,
+    /// Write no result files.
+    pub no_files: bool,
+    /// The view printed (or opened).
+    pub show: ShowArgs,
+}
+
+/// Runs an attach; the job is named `job_name` instead of after its launcher or first
+/// process when given.
+pub fn run_request(
+    req: AttachRequest,
+    args: Presentation,
+    job_name: Option<String>,
+) -> Result<Exit, Failure> {
     let looked_up = std::time::Instant::now();
-    let place = where_to_attach(&args)?;
+    let place = where_to_attach(&req)?;
     let lookup = looked_up.elapsed();
     // Before any thread exists, so that they all inherit the blocked signals.
     let signals = interrupt::watch().map_err(|e| {
@@ -39,7 +105,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let (setup, sample) = requests(&args, &place);
+    let (setup, sample) = requests(&req, &place);
     let progress = std::io::stderr().is_terminal() && !args.json;
     if args.interactive {
         if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
@@ -49,20 +115,26 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
                  drop -i to print the tree",
             ));
         }
-        let color = crate::commands::show::color_on(args.show.color, true);
-        return crate::live::run(setup, sample, &args, &place, signals, job_name, color);
+        let options = LiveOptions {
+            state: view_state(&args.show),
+            color: color_on(args.show.color, true),
+            job_name,
+            output: args.output,
+            no_files: args.no_files,
+        };
+        return crate::live::run(setup, sample, &req, &place, signals, options);
     }
     let started = looked_up;
     // `--progress` assembles the result inside the session (to choose the loop counters
     // to read); it is kept here so that the remap runs, and warns, once.
     let mut early: Option<Assembled> = None;
-    let gathered = if args.serial {
-        serial(setup, &sample, &args, signals)?
+    let gathered = if req.serial {
+        serial(setup, &sample, &req, signals)?
     } else {
         tree(
             setup,
             sample.clone(),
-            &args,
+            &req,
             &place,
             signals,
             progress,
@@ -81,7 +153,7 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
     if let Some(failure) = nothing_found(rank_map) {
         return Err(failure);
     }
-    let job = job_info(&place, &args, rank_map, job_name);
+    let job = job_info(&place, &req, rank_map, job_name);
     let t = std::time::Instant::now();
     let mut assembled = match early {
         Some(mut a) => {
@@ -109,8 +181,8 @@ pub fn run_named(args: AttachArgs, job_name: Option<String>) -> Result<Exit, Fai
         progress = crate::commands::show::progress_order(&show_args, &assembled.result);
     }
     let rendered = t.elapsed();
-    hints(&assembled, args.threads);
-    print_stacks(&args.rank, &gathered.stacks, &assembled)?;
+    hints(&assembled, req.sampling.threads);
+    print_stacks(&req.stacks_of, &gathered.stacks, &assembled)?;
     if !args.no_files {
         let dir = args
             .output

@@ -15,10 +15,13 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli::{AttachArgs, DemoArgs, DemoRankArgs};
+use crate::cli::{DemoArgs, DemoRankArgs};
 use crate::commands::attach;
+use crate::commands::attach::Presentation;
 use crate::exit::Exit;
 use crate::failure::Failure;
+use crate::job::{AttachRequest, JobTarget, ResourceManager, TreeShape};
+use strata_proto::sampling::Sampling;
 
 /// The rank that is stuck in its computation.
 const STUCK_RANK: u32 = 1;
@@ -36,30 +39,31 @@ pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
             .collect::<Vec<_>>()
             .join(",")
     );
-    let attach_args = AttachArgs {
-        pids: job.pids(),
-        launcher_pid: None,
-        samples: args.samples,
-        interval: args.interval,
-        threads: false,
-        rank: args.rank.clone(),
-        output: args.output.clone(),
-        no_files: args.output.is_none(),
-        debug_dir: Vec::new(),
+    let req = AttachRequest {
+        rm: Some(ResourceManager::Local),
+        sampling: Sampling {
+            samples: args.samples,
+            interval: args.interval,
+            ..Sampling::default()
+        },
+        tree: TreeShape {
+            daemons: Some(args.daemons.min(n)),
+            fanout: Some(args.fanout),
+            ..TreeShape::default()
+        },
+        stacks_of: args.rank.clone(),
+        loop_variables: args.show.progress,
+        source_dirs: args.show.source_dir.clone(),
+        ..AttachRequest::new(JobTarget::Pids(job.pids()))
+    };
+    let shown = Presentation {
         json: args.json,
-        rm: Some(crate::cli::ResourceManager::Local),
-        daemons: Some(args.daemons.min(n)),
-        job: None,
-        step: None,
-        commnodes_in_job: false,
-        var: Vec::new(),
-        fanout: Some(args.fanout),
-        depth: None,
-        serial: false,
         interactive: args.interactive,
+        no_files: args.output.is_none(),
+        output: args.output,
         show: args.show,
     };
-    let exit = attach::run_named(attach_args, Some(format!("demo-ring-{n}")));
+    let exit = attach::run_request(req, shown, Some(format!("demo-ring-{n}")));
     drop(job);
     exit
 }

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::cli::{AttachArgs, ColorArg, GranularityArg, ShowArgs, TreeArg, WatchArgs};
+use crate::cli::WatchArgs;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::interrupt;
-use crate::job::{self, Place};
+use crate::job::{self, AttachRequest, JobTarget, Place, TreeShape};
 use crate::session::Session;
+use strata_proto::sampling::Sampling;
 use strata_result::{StrataResult, now_rfc3339};
 
 use strata_watch::report::{self, Hang};
@@ -29,41 +30,30 @@ use strata_watch::{
     Trigger, VERIFY_SAMPLES, Verdict, cut_below_mpi, in_mpi, s_out, verify,
 };
 
-impl WatchArgs {
-    /// The attach options the tree is built from.
-    fn attach_args(&self) -> AttachArgs {
-        AttachArgs {
-            job: self.job.clone(),
-            step: self.step,
-            pids: self.pids.clone(),
-            launcher_pid: self.launcher_pid,
-            samples: self.samples,
-            interval: Duration::from_millis(100),
-            threads: false,
-            rank: Vec::new(),
-            output: None,
-            no_files: true,
-            debug_dir: Vec::new(),
-            json: self.json,
-            rm: self.rm,
-            daemons: self.daemons,
-            fanout: self.fanout,
-            depth: None,
-            commnodes_in_job: false,
-            serial: false,
-            var: Vec::new(),
-            interactive: false,
-            show: ShowArgs {
-                format: None,
-                granularity: GranularityArg::Function,
-                no_cut: false,
-                tree: TreeArg::ThreeD,
-                all: false,
-                color: ColorArg::Never,
-                progress: false,
-                source_dir: Vec::new(),
-            },
-        }
+/// The attach the watch's tree is built from: the job, its sample count, and the 100 ms
+/// interval of a snapshot.
+fn attach_request(args: &WatchArgs) -> AttachRequest {
+    let target = match (&args.job, args.launcher_pid) {
+        (Some(id), _) => JobTarget::Job {
+            id: id.clone(),
+            step: args.step,
+        },
+        (None, Some(pid)) => JobTarget::Launcher(pid),
+        (None, None) => JobTarget::Pids(args.pids.clone()),
+    };
+    AttachRequest {
+        rm: args.rm.map(Into::into),
+        sampling: Sampling {
+            samples: args.samples,
+            interval: Sampling::DEFAULT_INTERVAL,
+            ..Sampling::default()
+        },
+        tree: TreeShape {
+            daemons: args.daemons,
+            fanout: args.fanout,
+            ..TreeShape::default()
+        },
+        ..AttachRequest::new(target)
     }
 }
 
@@ -91,18 +81,18 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     }
     let pattern = Regex::new(&args.mpi_pattern)
         .map_err(|e| bad(format!("--mpi-pattern '{}': {e}", args.mpi_pattern)))?;
-    let attach_args = args.attach_args();
-    let place = job::where_to_attach(&attach_args)?;
+    let attach_req = attach_request(&args);
+    let place = job::where_to_attach(&attach_req)?;
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
             Exit::Internal,
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let (setup, sample) = job::requests(&attach_args, &place);
+    let (setup, sample) = job::requests(&attach_req, &place);
     let progress = std::io::stderr().is_terminal() && !args.json;
     let (plan, mut launcher, key) =
-        job::tree_plan(setup, sample.clone(), &attach_args, &place, progress)?;
+        job::tree_plan(setup, sample.clone(), &attach_req, &place, progress)?;
     let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
@@ -114,7 +104,7 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
         return Err(failure);
     }
     session.quiet();
-    let job = job::job_info(&place, &attach_args, &session.rank_map, None);
+    let job = job::job_info(&place, &attach_req, &session.rank_map, None);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
