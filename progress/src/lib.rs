@@ -46,4 +46,14 @@ pub(crate) mod testing {
         assert_eq!(lines.len(), 1, "marker {marker:?} is on lines {lines:?}");
         u32::try_from(lines[0]).expect("small snippet")
     }
+
+    /// The path of a fixture under `src/testdata`.
+    pub(crate) fn testdata(name: &str) -> String {
+        format!("{}/src/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// The text of a fixture under `src/testdata`.
+    pub(crate) fn read_testdata(name: &str) -> String {
+        std::fs::read_to_string(testdata(name)).expect("test fixture")
+    }
 }

@@ -86,7 +86,10 @@
 //!   concurrent`'s indices are rejected (its iterations have no order); a `forall` yields
 //!   nothing at all (its index is in no assignment, its body stores array elements).
 
-use super::source::{Language, children, children_spanning, first_line, is_macro_block, loop_kind};
+use super::source::constructs::{is_macro_block, loop_kind};
+use super::source::files::{SourceError, SourceIndex};
+use super::source::language::Language;
+use super::source::syntax::{children, children_spanning, first_line};
 use serde::Serialize;
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -148,6 +151,26 @@ impl LoopVariables {
     /// The variable to read first, if any qualifies.
     pub fn best(&self) -> Option<&Candidate> {
         self.candidates.first()
+    }
+}
+
+impl SourceIndex {
+    /// The loop-order variables of the loop whose first line is `loop_line` in `file` (an
+    /// [`Step::Iteration`](super::point::Step::Iteration) step's line): see the module
+    /// docs. Errors as [`SourceIndex::point`], and [`SourceError::NoLoopAt`] when no loop
+    /// starts on that line.
+    pub fn loop_variables(
+        &mut self,
+        file: &str,
+        loop_line: u32,
+    ) -> Result<LoopVariables, SourceError> {
+        let parsed = self.parsed(file, loop_line)?;
+        loop_variables_in_tree(parsed.tree, parsed.text, parsed.language, file, loop_line).ok_or(
+            SourceError::NoLoopAt {
+                path: parsed.shown,
+                line: loop_line,
+            },
+        )
     }
 }
 
@@ -2087,7 +2110,7 @@ fn fortran_specification(scope: Node) -> Vec<Node> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::source::{SourceError, SourceIndex, parse};
+    use super::super::source::files::parse;
     use super::*;
     use proptest::prelude::*;
 
@@ -3271,9 +3294,7 @@ void j(int n) {
 
     // ---- Through the index, and errors -------------------------------------------------
 
-    fn testdata(name: &str) -> String {
-        format!("{}/src/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
-    }
+    use crate::testing::testdata;
 
     #[test]
     fn the_papers_figure_1_loop_has_it_as_its_loop_order_variable() {
