@@ -2,10 +2,10 @@
 //!
 //! STAT's prefix tree groups ranks by call path; it cannot say which group is behind. The
 //! temporal order analysis of Ahn et al. ("Scalable Temporal Order Analysis for Large Scale
-//! Debugging", SC 2009) orders the frames of one
-//! function by where their lines sit in the function's control structure: a line earlier in
-//! straight-line code is less progressed, a line in a loop needs the loop's iteration count,
-//! and lines in different arms of one conditional are never ordered.
+//! Debugging", SC 2009) orders the frames of one function by where their lines sit in the
+//! function's control structure: a line earlier in straight-line code is less progressed, a
+//! line in a loop needs the loop's iteration count, and lines in different arms of one
+//! conditional are never ordered.
 //!
 //! * [`point`]: the program point (the paper's lexicographic tuple, Section 3) and its
 //!   comparison.

@@ -1,5 +1,6 @@
 //! Loop-order variables: the variables whose runtime value tells which iteration of a loop
-//! a rank is in (Ahn et al., SC'09, Section 4.2, Definitions 4.1-4.3 and Figure 4).
+//! a rank is in (Ahn et al., "Scalable Temporal Order Analysis for Large Scale Debugging",
+//! SC 2009: Section 4.2, Definitions 4.1-4.3 and Figure 4).
 //!
 //! When two groups of ranks stop inside one loop, their program points differ only by the
 //! iteration count (see [`Step::Iteration`](crate::point::Step::Iteration)). No process

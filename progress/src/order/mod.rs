@@ -1,13 +1,13 @@
 //! The progress order: which classes of tasks are behind, by position in the code.
 //!
-//! STAT's temporal order analysis (Ahn et al., SC'09, sections 3 and 4.3): walk the prefix
-//! tree from the root; at every branching point the groups of tasks that part ways are
-//! ordered by the *first divergent frame*, the child frames that differ. Two such frames
-//! are in the same function (the parent frame is a common call site), so their source
-//! lines become program points ([`crate::point`]) and the points are compared. Tasks
-//! below one child keep the order decided at every branching point above them, so a
-//! task's place is a hierarchical label, `T1.2`, and the least progressed tasks are the
-//! ones with the smallest label.
+//! STAT's temporal order analysis (Ahn et al., "Scalable Temporal Order Analysis for Large
+//! Scale Debugging", SC 2009: sections 3 and 4.3): walk the prefix tree from the root; at
+//! every branching point the groups of tasks that part ways are ordered by the *first
+//! divergent frame*, the child frames that differ. Two such frames are in the same function
+//! (the parent frame is a common call site), so their source lines become program points
+//! ([`crate::point`]) and the points are compared. Tasks below one child keep the order
+//! decided at every branching point above them, so a task's place is a hierarchical label,
+//! `T1.2`, and the least progressed tasks are the ones with the smallest label.
 //!
 //! The analysis runs on the 2D tree (the last sample: one stack per task, the moment the
 //! processes were stopped) at line granularity, cut below MPI (library internals are not
