@@ -5,6 +5,7 @@ use super::analysis::{Analysis, FileFacts};
 use super::declarations::{Declared, TypeClass};
 use super::step::{StepExpression, c_integer};
 use crate::source::constructs::is_macro_block;
+use crate::source::functions::innermost_function_declarator;
 use crate::source::syntax::{children, first_line};
 use tree_sitter::Node;
 
@@ -150,10 +151,7 @@ impl<'tree> Analysis<'_, 'tree> {
                 },
             };
             let constant = if self.c_is_const(declaration) {
-                initializer.and_then(|value| match self.step_expression(value) {
-                    StepExpression::Literal(value) => Some(value),
-                    _ => None,
-                })
+                initializer.and_then(|value| self.literal_value(value))
             } else {
                 None
             };
@@ -420,23 +418,7 @@ fn is_integer_type_name(name: &str) -> bool {
 
 /// The parameter list of a function definition: the innermost function declarator's.
 fn function_parameters(function: Node) -> Option<Node> {
-    let mut parameters = None;
-    let mut declarator = function.child_by_field_name("declarator");
-    for _ in 0..32 {
-        let Some(current) = declarator else { break };
-        if current.kind() == "function_declarator" {
-            parameters = current.child_by_field_name("parameters");
-        }
-        declarator = current.child_by_field_name("declarator").or_else(|| {
-            current
-                .named_child_count()
-                .checked_sub(1)
-                .and_then(|last| u32::try_from(last).ok())
-                .and_then(|last| current.named_child(last))
-                .filter(|_| current.kind().ends_with("_declarator"))
-        });
-    }
-    parameters
+    innermost_function_declarator(function)?.child_by_field_name("parameters")
 }
 
 /// The class name of an out-of-line method (`Solver` in `void Solver::step()`).

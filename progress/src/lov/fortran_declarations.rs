@@ -3,7 +3,6 @@
 
 use super::analysis::Analysis;
 use super::declarations::{Declared, TypeClass};
-use super::step::StepExpression;
 use crate::source::syntax::{children, first_line};
 use tree_sitter::Node;
 
@@ -116,10 +115,7 @@ impl<'tree> Analysis<'_, 'tree> {
                 TypeClass::Not(format!("a {type_text}, not an integer"))
             };
             let constant = if is_attribute("parameter") {
-                initializer.and_then(|value| match self.step_expression(value) {
-                    StepExpression::Literal(value) => Some(value),
-                    _ => None,
-                })
+                initializer.and_then(|value| self.literal_value(value))
             } else {
                 None
             };

@@ -18,6 +18,14 @@ pub(super) enum StepExpression {
 }
 
 impl<'tree> Analysis<'_, 'tree> {
+    /// The value of an expression that is an integer literal (a constant's initializer).
+    pub(super) fn literal_value(&self, node: Node) -> Option<i128> {
+        match self.step_expression(node) {
+            StepExpression::Literal(value) => Some(value),
+            _ => None,
+        }
+    }
+
     pub(super) fn step_expression(&self, node: Node) -> StepExpression {
         let node = self.unparenthesize(node);
         match node.kind() {

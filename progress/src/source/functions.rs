@@ -80,13 +80,20 @@ fn declarator_name(function: Node) -> Option<Node> {
     if function.kind() != "function_definition" {
         return None;
     }
-    let mut name = None;
+    innermost_function_declarator(function)?.child_by_field_name("declarator")
+}
+
+/// The innermost `function_declarator` under a C/C++ function definition's declarator: its
+/// `declarator` is the function's name, its `parameters` the function's parameters (an
+/// outer one, as in `int (*pick(int kind))(int)`, is the returned pointer's type).
+pub(crate) fn innermost_function_declarator(function: Node) -> Option<Node> {
+    let mut innermost = None;
     let mut declarator = function.child_by_field_name("declarator");
     // Declarators nest a handful deep; the bound only guards against a malformed tree.
     for _ in 0..32 {
         let Some(current) = declarator else { break };
         if current.kind() == "function_declarator" {
-            name = current.child_by_field_name("declarator");
+            innermost = Some(current);
         }
         declarator = match current.child_by_field_name("declarator") {
             Some(inner) => Some(inner),
@@ -100,5 +107,5 @@ fn declarator_name(function: Node) -> Option<Node> {
             None => None,
         };
     }
-    name
+    innermost
 }
