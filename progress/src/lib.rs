@@ -2,10 +2,10 @@
 //!
 //! STAT's prefix tree groups ranks by call path; it cannot say which group is behind. The
 //! temporal order analysis of Ahn et al. ("Scalable Temporal Order Analysis for Large Scale
-//! Debugging", SC 2009) orders the frames of one
-//! function by where their lines sit in the function's control structure: a line earlier in
-//! straight-line code is less progressed, a line in a loop needs the loop's iteration count,
-//! and lines in different arms of one conditional are never ordered.
+//! Debugging", SC 2009) orders the frames of one function by where their lines sit in the
+//! function's control structure: a line earlier in straight-line code is less progressed, a
+//! line in a loop needs the loop's iteration count, and lines in different arms of one
+//! conditional are never ordered.
 //!
 //! * [`point`]: the program point (the paper's lexicographic tuple, Section 3) and its
 //!   comparison.
@@ -45,5 +45,15 @@ pub(crate) mod testing {
             .collect();
         assert_eq!(lines.len(), 1, "marker {marker:?} is on lines {lines:?}");
         u32::try_from(lines[0]).expect("small snippet")
+    }
+
+    /// The path of a fixture under `src/testdata`.
+    pub(crate) fn testdata(name: &str) -> String {
+        format!("{}/src/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// The text of a fixture under `src/testdata`.
+    pub(crate) fn read_testdata(name: &str) -> String {
+        std::fs::read_to_string(testdata(name)).expect("test fixture")
     }
 }

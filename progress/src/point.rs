@@ -8,7 +8,7 @@
 //! with the `Offset` of the target line.
 //!
 //! [`compare`] is Definitions 3.2-3.4 of Ahn et al., "Scalable Temporal Order Analysis for
-//! Large Scale Debugging" (SC'09), made precise for this representation: the first step
+//! Large Scale Debugging" (SC 2009), made precise for this representation: the first step
 //! where two points differ decides, an iteration placeholder means "it depends on the loop
 //! counts" ([`Relation::NeedsIteration`]), and two distinct arms of one conditional are never
 //! ordered ([`Relation::Incomparable`]).
