@@ -20,7 +20,7 @@ use strata_filters::wire::{self, Limits};
 use strata_filters::{Frame, IndexMap, Special, remap};
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
-use strata_launcher::slurm::{self, SlurmError, SlurmJob, SlurmLauncher};
+use strata_launcher::slurm::{self, SlurmJob, SlurmLauncher};
 use strata_launcher::topology::Topology;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
@@ -185,9 +185,7 @@ pub(crate) enum Place {
 /// Checks the request's settings against each other and looks a job id up.
 pub(crate) fn where_to_attach(req: &AttachRequest) -> Result<Place, Failure> {
     let bad = |m: &str| Err(Failure::new(Exit::BadInput, m.to_string()));
-    req.sampling
-        .validate()
-        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    req.sampling.validate()?;
     let JobTarget::Job {
         id: text,
         step: step_option,
@@ -238,10 +236,10 @@ pub(crate) fn where_to_attach(req: &AttachRequest) -> Result<Place, Failure> {
             ),
         ));
     }
-    let job = slurm::lookup(id, nix::unistd::getuid().as_raw()).map_err(slurm_failure)?;
+    let job = slurm::lookup(id, nix::unistd::getuid().as_raw()).map_err(Failure::from)?;
     let step = job
         .choose_step(step_in_id.or(*step_option))
-        .map_err(slurm_failure)?;
+        .map_err(Failure::from)?;
     if job.steps.len() > 1 && step_in_id.or(*step_option).is_none() {
         eprintln!(
             "strata: job {id} has steps {}: sampling step {id}.{} (the most tasks; --step \
@@ -251,19 +249,6 @@ pub(crate) fn where_to_attach(req: &AttachRequest) -> Result<Place, Failure> {
         );
     }
     Ok(Place::Slurm { job, step })
-}
-
-pub(crate) fn slurm_failure(e: SlurmError) -> Failure {
-    let exit = match &e {
-        SlurmError::NotFound(_)
-        | SlurmError::Finished(..)
-        | SlurmError::Pending(..)
-        | SlurmError::NotConfigured(_) => Exit::NotFound,
-        SlurmError::OtherUser { .. } => Exit::PermissionDenied,
-        SlurmError::NoSuchStep { .. } => Exit::BadInput,
-        SlurmError::Failed(_) => Exit::Internal,
-    };
-    Failure::new(exit, e.to_string())
 }
 
 /// Opens a session that stays up (`attach -i`, `strata watch`): the tree started and
@@ -281,8 +266,7 @@ pub(crate) fn open_live(
         launcher,
         key,
         signals,
-    )
-    .map_err(|e| Failure::new(Exit::Internal, e.0))?;
+    )?;
     if let Some((_, s)) = &opened {
         report_problems(&s.rank_map);
     }
@@ -328,7 +312,7 @@ pub(crate) fn tree(
     // Closes every link: the tree's processes, their shutdown answered, exit on that.
     drop(runtime);
     launcher.reap(Duration::from_secs(5));
-    outcome.map_err(|e| Failure::new(Exit::Internal, e.0))
+    Ok(outcome?)
 }
 
 /// The tree for this job (topology, launcher, session key) and what to ask of it.
@@ -343,8 +327,7 @@ pub(crate) fn tree_plan(
         Place::Local => req.tree.daemons.unwrap_or(1),
         Place::Slurm { job, .. } => job.nodes,
     };
-    let topology = Topology::choose(daemons, req.tree.fanout, req.tree.depth)
-        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    let topology = Topology::choose(daemons, req.tree.fanout, req.tree.depth)?;
     let key = SessionKey::generate()
         .map_err(|e| Failure::new(Exit::Internal, format!("no random session key: {e}")))?;
     let exe = std::env::current_exe()

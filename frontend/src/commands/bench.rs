@@ -35,10 +35,6 @@ use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::session::{self, Outcome, Plan};
 
-fn internal(e: impl std::fmt::Display) -> Failure {
-    Failure::new(Exit::Internal, e.to_string())
-}
-
 /// Starts commnodes like the local launcher, and the emulated daemons as `emulators`
 /// processes of `strata bench-daemons`.
 #[derive(Debug)]
@@ -112,8 +108,8 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     }
     let topology = Topology::choose(params.daemons, args.fanout, args.depth)
         .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
-    let key = SessionKey::generate().map_err(internal)?;
-    let exe = std::env::current_exe().map_err(internal)?;
+    let key = SessionKey::generate().map_err(Failure::internal)?;
+    let exe = std::env::current_exe().map_err(Failure::internal)?;
     let mut launcher = EmulatorLauncher {
         local: LocalLauncher::new(exe.clone(), key.to_hex()),
         exe,
@@ -170,7 +166,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         .collect();
     drop(runtime);
     launcher.reap(Duration::from_secs(10));
-    let gathered = match outcome.map_err(|e| internal(e.0))? {
+    let gathered = match outcome.map_err(|e| Failure::internal(e.0))? {
         Outcome::Done(g) => g,
         Outcome::Interrupted(_) => return Ok(Exit::Interrupted),
     };
@@ -184,7 +180,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         .iter()
         .flat_map(|d| d.tasks.iter().map(|t| t.rank))
         .collect();
-    let index_map = IndexMap::new(ranks, tasks as u32, "rank").map_err(internal)?;
+    let index_map = IndexMap::new(ranks, tasks as u32, "rank").map_err(Failure::internal)?;
     let index_built = t.elapsed();
     let (tree_2d, tree_3d, decoded, remapped) =
         root_trees(&gathered.sampled, &index_map, args.dense)?;
@@ -258,7 +254,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         "classes": classes.len(),
         "nodes_3d": tree_3d.len(),
     });
-    let text = serde_json::to_string_pretty(&report).map_err(internal)?;
+    let text = serde_json::to_string_pretty(&report).map_err(Failure::internal)?;
     println!("{text}");
     if let Some(path) = &args.json {
         std::fs::write(path, &text).map_err(|e| {
@@ -312,7 +308,7 @@ fn root_trees(
     let tree = |t: &Option<strata_proto::Tree>| t.clone().unwrap_or_default();
     let t = Instant::now();
     if dense {
-        let decode = |t| wire::decode_dense(t, &limits).map_err(internal);
+        let decode = |t| wire::decode_dense(t, &limits).map_err(Failure::internal);
         let (m2, m3) = (
             decode(tree(&sampled.tree_2d))?,
             decode(tree(&sampled.tree_3d))?,
@@ -322,15 +318,15 @@ fn root_trees(
         let (t2, t3) = (to_rank_tree(&m2), to_rank_tree(&m3));
         return Ok((t2, t3, decoded, t.elapsed()));
     }
-    let decode = |t| wire::decode(t, &limits).map_err(internal);
+    let decode = |t| wire::decode(t, &limits).map_err(Failure::internal);
     let (m2, m3) = (
         decode(tree(&sampled.tree_2d))?,
         decode(tree(&sampled.tree_3d))?,
     );
     let decoded = t.elapsed();
     let t = Instant::now();
-    let t3 = remap(&m3, index_map, None).map_err(internal)?;
-    let t2 = remap(&m2, index_map, None).map_err(internal)?;
+    let t3 = remap(&m3, index_map, None).map_err(Failure::internal)?;
+    let t2 = remap(&m2, index_map, None).map_err(Failure::internal)?;
     Ok((t2, t3, decoded, t.elapsed()))
 }
 
@@ -365,7 +361,7 @@ pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
         }
         Ok(())
     });
-    result.map_err(internal)?;
+    result.map_err(Failure::internal)?;
     Ok(Exit::Complete)
 }
 

@@ -15,7 +15,7 @@ use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 use crate::cli::DumpArgs;
 use crate::commands::show::write_stdout;
 use crate::exit::Exit;
-use crate::failure::Failure;
+use crate::failure::{Failure, capture_exit};
 use crate::interrupt;
 use strata_daemon::stack_text::render_process;
 
@@ -118,21 +118,6 @@ pub fn outcome(asked: usize, errors: &[CaptureError]) -> Exit {
     match errors.first() {
         None => Exit::Complete,
         Some(_) if errors.len() < asked => Exit::Partial,
-        Some(e) => error_exit(e),
-    }
-}
-
-/// The exit code a capture error stands for.
-pub fn error_exit(e: &CaptureError) -> Exit {
-    match e {
-        CaptureError::NoSuchProcess(_)
-        | CaptureError::Zombie(_)
-        | CaptureError::ExitedDuringCapture { .. } => Exit::NotFound,
-        CaptureError::KernelThread(_) => Exit::BadInput,
-        CaptureError::AlreadyTraced { .. }
-        | CaptureError::OtherUser { .. }
-        | CaptureError::PtraceScope { .. }
-        | CaptureError::PermissionDenied { .. } => Exit::PermissionDenied,
-        _ => Exit::Internal,
+        Some(e) => capture_exit(e),
     }
 }

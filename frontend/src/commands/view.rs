@@ -8,8 +8,7 @@ use std::io::IsTerminal;
 use strata_result::StrataResult;
 
 pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
-    let result = StrataResult::read(&args.result)
-        .map_err(|e| Failure::new(Exit::BadInput, e.to_string()))?;
+    let result = StrataResult::read(&args.result)?;
     // The interactive view needs a terminal on both ends; a format asked for by name, a
     // pipe or a file get printed output, as scripts expect.
     let interactive = !args.print
