@@ -74,15 +74,6 @@ pub enum ResourceManager {
     Slurm,
 }
 
-impl From<ResourceManager> for crate::job::ResourceManager {
-    fn from(rm: ResourceManager) -> Self {
-        match rm {
-            ResourceManager::Local => crate::job::ResourceManager::Local,
-            ResourceManager::Slurm => crate::job::ResourceManager::Slurm,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
 pub struct AttachArgs {

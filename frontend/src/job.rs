@@ -14,7 +14,7 @@ use strata_daemon::agent;
 use strata_daemon::capture::Capturer;
 use strata_daemon::discovery::{self, Selector};
 use strata_daemon::sampler::Sampler;
-use strata_daemon::symbols::Symbolizer;
+use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 use strata_filters::taskset::format_runs;
 use strata_filters::wire::{self, Limits};
 use strata_filters::{Frame, IndexMap, Special, remap};
@@ -28,7 +28,6 @@ use strata_proto::overlay::{
     VariableRequest, setup::Target,
 };
 
-use crate::commands::dump::symbol_options;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::session::{self, Outcome, Plan};
@@ -260,13 +259,7 @@ pub(crate) fn open_live(
     key: SessionKey,
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
 ) -> Result<Option<(tokio::runtime::Runtime, Box<session::Session>)>, Failure> {
-    let opened = session::open_blocking(
-        crate::commands::roles::runtime()?,
-        plan,
-        launcher,
-        key,
-        signals,
-    )?;
+    let opened = session::open_blocking(runtime()?, plan, launcher, key, signals)?;
     if let Some((_, s)) = &opened {
         report_problems(&s.rank_map);
     }
@@ -301,7 +294,7 @@ pub(crate) fn tree(
         requests
     };
     let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), req, place, progress)?;
-    let runtime = crate::commands::roles::runtime()?;
+    let runtime = runtime()?;
     let outcome = runtime.block_on(session::run(
         plan,
         launcher.as_mut(),
@@ -706,4 +699,25 @@ fn runs_of(ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
         }
     }
     runs
+}
+
+/// The async runtime of every networked role (front end, commnode, daemon, emulator): two
+/// workers are plenty for a node's links, and leave the cores to the sampling threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))
+}
+
+/// Debug directories from `--debug-dir`, else the system's.
+pub fn symbol_options(dirs: &[PathBuf]) -> SymbolOptions {
+    if dirs.is_empty() {
+        SymbolOptions::default()
+    } else {
+        SymbolOptions {
+            debug_dirs: dirs.to_vec(),
+        }
+    }
 }

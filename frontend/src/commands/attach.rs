@@ -73,6 +73,16 @@ pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
     (req, shown)
 }
 
+/// `--rm` as the attach machinery takes it.
+impl From<crate::cli::ResourceManager> for crate::job::ResourceManager {
+    fn from(rm: crate::cli::ResourceManager) -> Self {
+        match rm {
+            crate::cli::ResourceManager::Local => crate::job::ResourceManager::Local,
+            crate::cli::ResourceManager::Slurm => crate::job::ResourceManager::Slurm,
+        }
+    }
+}
+
 /// The command's side of an attach: how the result is shown and kept.
 #[derive(Debug)]
 pub struct Presentation {

@@ -147,7 +147,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         connect_timeout: Duration::from_secs(120),
         progress: false,
     };
-    let runtime = crate::commands::roles::runtime()?;
+    let runtime = crate::job::runtime()?;
     let (_never, signals) = std::sync::mpsc::channel();
     let started = Instant::now();
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals, None));
@@ -336,7 +336,7 @@ type RankTree = PrefixTree<RankSet>;
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
     let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
     let job = Arc::new(SynthJob::new(args.synth.params()));
-    let runtime = crate::commands::roles::runtime()?;
+    let runtime = crate::job::runtime()?;
     let parents = Arc::new(args.parents);
     let result: Result<(), String> = runtime.block_on(async {
         let mut tasks = Vec::new();

@@ -3,14 +3,13 @@
 //! single-host, no-merging base the sampling commands build on, and the tool to check
 //! strata's stacks against other debuggers.
 
-use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use strata_daemon::capture::{CaptureError, CaptureOptions, Capturer, Held, TaskCapture};
 use strata_daemon::sampler::Sampler;
 use strata_daemon::stacks::DEFAULT_MAX_FRAMES;
-use strata_daemon::symbols::{SymbolOptions, Symbolizer};
+use strata_daemon::symbols::Symbolizer;
 
 use crate::cli::DumpArgs;
 use crate::commands::show::write_stdout;
@@ -40,7 +39,7 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
         )
     })?;
     let capturer = Capturer::with_default_threads();
-    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&args.debug_dir)));
+    let mut sampler = Sampler::new(Symbolizer::new(crate::job::symbol_options(&args.debug_dir)));
     let options = CaptureOptions::default();
     let max_frames = args.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
 
@@ -100,17 +99,6 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
         return Ok(Exit::Interrupted);
     }
     Ok(outcome(args.pids.len(), &errors))
-}
-
-/// Debug directories from `--debug-dir`, else the system's.
-pub fn symbol_options(dirs: &[PathBuf]) -> SymbolOptions {
-    if dirs.is_empty() {
-        SymbolOptions::default()
-    } else {
-        SymbolOptions {
-            debug_dirs: dirs.to_vec(),
-        }
-    }
 }
 
 /// All captured: complete; some: partial; none: the first error's kind.

@@ -34,16 +34,6 @@ fn own_line(lines: &[String]) -> Result<CommnodeArgs, Failure> {
         .map_err(|e| Failure::new(Exit::BadInput, format!("--in-job: {e}")))
 }
 
-/// The async runtime of every networked role (front end, commnode, daemon, emulator): two
-/// workers are plenty for a node's links, and leave the cores to the sampling threads.
-pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(Exit::Internal, format!("cannot start the runtime: {e}")))
-}
-
 fn key() -> Result<SessionKey, Failure> {
     SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))
 }
@@ -64,7 +54,7 @@ pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {
         index,
         daemons: args.daemons,
     };
-    runtime()?
+    crate::job::runtime()?
         .block_on(strata_daemon::agent::run(place, key))
         .map_err(|e| Failure::new(Exit::Internal, format!("daemon {index}: {e}")))?;
     Ok(Exit::Complete)
@@ -100,7 +90,7 @@ pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
         listen,
     };
     let index = place.index;
-    runtime()?
+    crate::job::runtime()?
         .block_on(strata_commnode::node::run(place, key, |addr| {
             // The launcher reads this first line to learn where the commnode listens.
             println!("listening {addr}");
