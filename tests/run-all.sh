@@ -52,6 +52,9 @@ say "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+say "API docs (broken links and markup fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 say "build"
 cargo build --workspace --all-targets --locked
 

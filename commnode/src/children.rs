@@ -4,7 +4,7 @@
 //! root of the tree) both use it.
 //!
 //! Every link runs in its own task: it authenticates, then forwards what the child sends as
-//! [`Event`]s to the one owner of [`Children`], which never blocks on a child: a child that
+//! `Event`s to the one owner of [`Children`], which never blocks on a child: a child that
 //! closes its link, breaks it, or stays silent for [`SILENCE_LIMIT`] becomes `Gone`, and a
 //! child that has not answered by the command's deadline is reported as missing.
 

@@ -4,15 +4,15 @@
 //! * [`frame`]: frames and their interning table.
 //! * [`tree`]: the call-graph prefix tree (2D and 3D).
 //! * [`merge`]: the concatenating merge a commnode applies to its children.
-//! * [`remap`]: the one remap to MPI rank order at the root.
-//! * [`view`]: granularities and "cut below MPI", derived without re-sampling.
+//! * [`remap`](mod@remap): the one remap to MPI rank order at the root.
+//! * [`view`](mod@view): granularities and "cut below MPI", derived without re-sampling.
 //! * [`classes`]: equivalence classes.
 //! * [`wire`]: the tree's compact encoding for the tree network.
 //! * [`dense`]: job-wide bit vectors, the pre-208K-paper baseline for `strata bench --dense`.
 //! * [`synth`]: synthetic hangs for tests and benchmarks.
 //!
 //! Design constraint: nothing here may cost time or space proportional to the whole job
-//! except [`remap`] and what runs after it at the root ([`dense`] is the deliberate
+//! except [`remap()`] and what runs after it at the root ([`dense`] is the deliberate
 //! exception, kept to measure what that rule saves).
 
 pub mod classes;

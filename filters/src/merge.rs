@@ -6,7 +6,7 @@
 //! `i` lies above every set of children `0..i`, each union is an append, and the work per
 //! merge is proportional to the children's tree sizes (nodes and runs), never to the job.
 //! The matching rank maps are concatenated in the same order ([`crate::IndexMap::concat`])
-//! and applied once at the root ([`crate::remap`]).
+//! and applied once at the root ([`crate::remap()`]).
 
 use crate::frame::FrameId;
 use crate::taskset::TaskRuns;

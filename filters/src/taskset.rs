@@ -8,7 +8,7 @@
 //!   cost O(runs), independent of how many tasks the runs cover, and the sets stay run-shaped
 //!   all the way up because every daemon numbers its tasks in rank order.
 //! * [`RankSet`] (a roaring bitmap) is in *MPI rank order*, produced once at the root by
-//!   [`crate::remap`]. After the remap, sets can be arbitrarily fragmented (cyclic placement
+//!   [`crate::remap()`]. After the remap, sets can be arbitrarily fragmented (cyclic placement
 //!   turns one daemon run into a stride), which is what roaring's containers are good at.
 //!
 //! Both implement [`TaskSet`], so the tree, the views and the class computation are generic.

@@ -2,6 +2,10 @@
 //! Clap stays here at the edge; [`crate::commands`] turns the parsed arguments into the
 //! libraries' requests and runs them.
 
+// The doc comments below are clap's help text, written for a terminal (`<job>`, bare URLs),
+// not rustdoc markup.
+#![allow(rustdoc::invalid_html_tags, rustdoc::bare_urls)]
+
 use crate::exit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ops::Range;

@@ -109,7 +109,7 @@ static DEBUGGER_RUNNING: AtomicBool = AtomicBool::new(false);
 static ON_SCREEN: AtomicBool = AtomicBool::new(false);
 
 /// The UI's loop, then the detach of a live source (whichever way the loop ended): what
-/// [`run_in_view`] runs on the real terminal. Returns the loop's outcome and the detach's
+/// [`run`] runs on the real terminal. Returns the loop's outcome and the detach's
 /// error, if any.
 pub fn session<B: Backend>(
     terminal: &mut Terminal<B>,

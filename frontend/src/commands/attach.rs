@@ -3,7 +3,7 @@
 //! the result files.
 //!
 //! Both paths produce the same two replies a tree root receives, the rank map
-//! ([`SetupReply`]) and the merged samples ([`SampleReply`]), so everything after them
+//! (`SetupReply`) and the merged samples (`SampleReply`), so everything after them
 //! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,7 +90,7 @@ pub struct Presentation {
     pub json: bool,
     /// The terminal UI on the live session.
     pub interactive: bool,
-    /// Where the result files go (default: strata-results/<job>-<time>/).
+    /// Where the result files go (default: `strata-results/<job>-<time>/`).
     pub output: Option<PathBuf>,
     /// Write no result files.
     pub no_files: bool,

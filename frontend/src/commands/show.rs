@@ -40,7 +40,7 @@ pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
 }
 
 /// Whether to use colour: `--color`, and for `auto` a terminal without `NO_COLOR` (set and
-/// not empty: https://no-color.org).
+/// not empty: <https://no-color.org>).
 pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
     match choice {
         ColorArg::Always => true,
