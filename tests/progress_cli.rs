@@ -364,7 +364,7 @@ fn the_terminal_ui_orders_by_progress_and_walks_to_the_least_progressed() {
     assert_eq!(exit_code(dir.path()), "0");
 }
 
-// ----- Loop-order variables (issue 11): mpi_lov.c, a token ring that loses a token -----
+// ----- Loop-order variables: mpi_lov.c, a token ring that loses a token -----
 
 fn lov_fixture() -> PathBuf {
     target::fixtures_dir().join("mpi_lov.c")

@@ -1,4 +1,4 @@
-//! Task discovery on this node (issue 3): by PIDs, by launcher PID, by Slurm job and step.
+//! Task discovery on this node: by PIDs, by launcher PID, by Slurm job and step.
 //!
 //! STAT found its tasks through LaunchMON and the MPIR process table, which broke per
 //! resource manager and is being dropped by Open MPI and PMIx. strata finds them *locally*:

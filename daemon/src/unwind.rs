@@ -7,9 +7,10 @@
 //!   [`AddressSpace`] of already parsed images. Capture stops the thread only long enough
 //!   to copy registers and stack; unwinding happens afterwards, from the copy.
 //! - Our own CFI evaluation on gimli rather than framehop: framehop recovers only
-//!   ip/sp/bp, but a later issue evaluates DWARF variable locations in any frame, which
-//!   needs that frame's callee-saved registers. So every frame carries a full
-//!   [`Registers`] and a mask of which of them are known.
+//!   ip/sp/bp, but reading variables (`--var`, the loop-order variables of `--progress`)
+//!   evaluates DWARF variable locations in any frame, which needs that frame's callee-saved
+//!   registers. So every frame carries a full [`Registers`] and a mask of which of them are
+//!   known.
 //! - Lookups use the return address - 1 (the call instruction, which may be the last of
 //!   its function) except in the innermost frame and in the frame a signal interrupted,
 //!   whose pc is the instruction that was about to run, and in a signal trampoline, which

@@ -1,4 +1,4 @@
-//! Issue 2's scale benchmark: 4,096 daemons x 256 tasks (1,048,576 tasks) merged up a
+//! The merge's scale benchmark: 4,096 daemons x 256 tasks (1,048,576 tasks) merged up a
 //! fanout-64 tree, the root remap, root-side views and classes, the task-set representation
 //! choice, and the size of what one daemon sends. Results and how to read them:
 //! `docs/PERFORMANCE.md`.

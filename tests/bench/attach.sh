@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# strata attach benchmark (issue 4): wall time of `strata attach` with 10 samples of hung
+# strata attach benchmark: wall time of `strata attach` with 10 samples of hung
 # Open MPI ranks at function and at line granularity, next to eu-stack and gdb looped over
 # the same ranks, with cold (page cache dropped) and warm caches.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Capture benchmark (issue 3): how long strata keeps a process stopped, and how long a
+# Capture benchmark: how long strata keeps a process stopped, and how long a
 # whole stack dump takes next to eu-stack and gdb, on the same processes in one run.
 #
 #   bash tests/bench/capture.sh [RANKS]        (default 32 Open MPI ranks)

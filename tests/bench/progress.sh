@@ -1,6 +1,7 @@
 #!/bin/bash
-# The time of one progress-order refinement (STAT's temporal order analysis, issues 10 and
-# 11) on real hung Open MPI jobs at 8 and 32 ranks, with STRATA_TIMINGS, REPS times per size:
+# The time of one progress-order refinement (STAT's temporal order analysis: the progress
+# order and its loop-order variables) on real hung Open MPI jobs at 8 and 32 ranks, with
+# STRATA_TIMINGS, REPS times per size:
 #   - mpi_progress.c straight: the order by position in the code alone;
 #   - mpi_lov.c flat: every rank in the same MPI_Recv, ordered by the loop counter `it`,
 #     which `--progress` reads from every rank (the "read variables" phase).

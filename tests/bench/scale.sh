@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scaling sweep of `strata bench` (issue 7): 1-, 2- and 3-deep trees (edges from the
+# The scaling sweep of `strata bench`: 1-, 2- and 3-deep trees (edges from the
 # front end to a daemon), 256 tasks per emulated daemon, 10 samples, 3 classes, 0.1% noise,
 # in two task-set encodings:
 #   runs   strata's subtree-scoped task lists, from 1,024 to 1,048,576 tasks;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `strata attach JOBID` on the 4-node test cluster (issue 6): wall time from the command to
+# `strata attach JOBID` on the 4-node test cluster: wall time from the command to
 # the printed tree, split into phases (STRATA_TIMINGS), next to the naive way: one
 # `srun --overlap` running eu-stack on every rank of every node (the stacks then still
 # have to be merged by hand).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# strata attach through the tree network (issue 5): wall time of `strata attach` on a hung
+# strata attach through the tree network: wall time of `strata attach` on a hung
 # Open MPI ring with the default tree (1 daemon), a three-level tree (4 daemons under 2
 # commnodes), the serial mode (no daemons), and eu-stack looped over the ranks; then the
 # phases of the three-level tree (STRATA_TIMINGS).

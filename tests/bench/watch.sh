@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The strata watch benchmark (issue 9), on this host with Open MPI (mpirun, oversubscribed)
+# The strata watch benchmark, on this host with Open MPI (mpirun, oversubscribed)
 # and the project's iterative program (daemon/tests/fixtures/mpi_iter.c):
 #
 #   1. slowdown: the healthy program (2 ranks, a fixed amount of arithmetic per step) timed
