@@ -71,7 +71,8 @@ pub fn taking_part<'a>(
 }
 
 /// The trees of a sampling round, in the task-set encoding the round asked for.
-enum Trees {
+#[derive(Debug)]
+pub enum Trees {
     /// Subtree-scoped runs, concatenated in child order (strata's encoding).
     Runs(PrefixTree<TaskRuns>, PrefixTree<TaskRuns>),
     /// Job-wide bit vectors of global ranks, or-ed together (`strata bench --dense`).
@@ -211,29 +212,61 @@ impl Merger {
         }
     }
 
-    fn finish(self, out: &mut SampleReply) {
-        let (t2, t3) = match self {
-            Merger::Runs(m2, m3) => (wire::encode(&m2.finish()), wire::encode(&m3.finish())),
-            Merger::Dense(Some((m2, m3))) => (wire::encode_dense(&m2), wire::encode_dense(&m3)),
-            Merger::Dense(None) => {
-                let empty = PrefixTree::<DenseBits>::new(0, 0);
-                (wire::encode_dense(&empty), wire::encode_dense(&empty))
-            }
-        };
-        out.tree_2d = Some(t2);
-        out.tree_3d = Some(t3);
+    fn finish(self) -> Trees {
+        match self {
+            Merger::Runs(m2, m3) => Trees::Runs(m2.finish(), m3.finish()),
+            Merger::Dense(Some((m2, m3))) => Trees::Dense(m2, m3),
+            Merger::Dense(None) => Trees::Dense(PrefixTree::new(0, 0), PrefixTree::new(0, 0)),
+        }
     }
 }
 
-/// The children's sampling results merged in index order. `children` holds, per child
-/// taking part (a known task count), its answer. `dense` is the round's encoding
-/// ([`strata_proto::overlay::Sample::dense`]).
+/// A sampling round's merge before it is encoded: the trees as built, and the rest of the
+/// reply. The root uses it as is (encoding its own merge only to decode it again cost about
+/// 60 ms at 1M tasks); a commnode encodes it for its parent with [`Merged::encode`].
+#[derive(Debug)]
+pub struct Merged {
+    pub trees: Trees,
+    /// Threads, notes, missing ranges, samples, times and stats; its trees are unset
+    /// (they are [`Merged::trees`]).
+    pub reply: SampleReply,
+}
+
+impl Merged {
+    /// The reply a commnode sends to its parent.
+    pub fn encode(self) -> SampleReply {
+        let (t2, t3) = match &self.trees {
+            Trees::Runs(t2, t3) => (wire::encode(t2), wire::encode(t3)),
+            Trees::Dense(t2, t3) => (wire::encode_dense(t2), wire::encode_dense(t3)),
+        };
+        SampleReply {
+            tree_2d: Some(t2),
+            tree_3d: Some(t3),
+            ..self.reply
+        }
+    }
+}
+
+/// The children's sampling results merged in index order, encoded for the parent: see
+/// [`merge_sample_trees`].
 pub fn merge_sample(
     children: &[(u32, u32, &Answer)],
     describe: &dyn Fn(u32) -> String,
     dense: bool,
     limits: &Limits,
 ) -> SampleReply {
+    merge_sample_trees(children, describe, dense, limits).encode()
+}
+
+/// The children's sampling results merged in index order, the trees left decoded.
+/// `children` holds, per child taking part (a known task count), its answer. `dense` is
+/// the round's encoding ([`strata_proto::overlay::Sample::dense`]).
+pub fn merge_sample_trees(
+    children: &[(u32, u32, &Answer)],
+    describe: &dyn Fn(u32) -> String,
+    dense: bool,
+    limits: &Limits,
+) -> Merged {
     let mut merger = if dense {
         Merger::Dense(None)
     } else {
@@ -286,8 +319,10 @@ pub fn merge_sample(
         offset += tasks;
     }
     out.samples = samples.unwrap_or(0);
-    merger.finish(&mut out);
-    out
+    Merged {
+        trees: merger.finish(),
+        reply: out,
+    }
 }
 
 /// Per-rank answers (stacks, hold, memory) concatenated in child order; a child that did not
@@ -492,6 +527,85 @@ mod tests {
             &Limits::default(),
         );
         assert!(out.missing[0].reason.contains("garbage"));
+    }
+
+    /// The same tree, node for node: the frames, parents and sets of every node in order,
+    /// and the index spaces (what the root's remap and view see).
+    fn same_tree<S: strata_filters::TaskSet + PartialEq>(a: &PrefixTree<S>, b: &PrefixTree<S>) {
+        assert_eq!(a.task_space(), b.task_space());
+        assert_eq!(a.thread_space(), b.thread_space());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.nodes().iter().zip(b.nodes()) {
+            assert_eq!(x.frame.map(|f| a.frame(f)), y.frame.map(|f| b.frame(f)));
+            assert_eq!((x.parent, &x.children), (y.parent, &y.children));
+            assert!(x.tasks == y.tasks && x.threads == y.threads);
+        }
+    }
+
+    // The root uses `merge_sample_trees` as is and a commnode sends `merge_sample`: the
+    // root must see the trees its parent link would have carried, in both encodings.
+    #[test]
+    fn the_decoded_merge_is_what_its_encoding_carries() {
+        use strata_filters::IndexMap;
+        use strata_filters::dense::densify;
+        let mut t = PrefixTree::new(2, 2);
+        t.add_trace(&[Frame::function("main")], 0, Some(0));
+        t.add_trace(&[Frame::function("main"), Frame::function("w")], 1, Some(1));
+        let th = |task| ThreadEntry {
+            task,
+            tid: 7,
+            name: "w".into(),
+        };
+        let a = reply(&t, vec![th(0), th(1)]);
+        let lost: Answer = Err("gone".into());
+        let b = reply(&t, vec![th(0), th(1)]);
+        let kids = [(0, 2, &a), (1, 4, &lost), (2, 2, &b)];
+        let describe = |i| format!("d{i}");
+        let limits = Limits::default();
+        let merged = merge_sample_trees(&kids, &describe, false, &limits);
+        let sent = merge_sample(&kids, &describe, false, &limits);
+        let Trees::Runs(m2, m3) = &merged.trees else {
+            panic!("runs merged as {:?}", merged.trees)
+        };
+        same_tree(
+            m2,
+            &wire::decode(sent.tree_2d.clone().unwrap(), &limits).unwrap(),
+        );
+        same_tree(
+            m3,
+            &wire::decode(sent.tree_3d.clone().unwrap(), &limits).unwrap(),
+        );
+        let rest = SampleReply {
+            tree_2d: None,
+            tree_3d: None,
+            ..sent
+        };
+        assert_eq!(merged.reply, rest);
+        assert_eq!(merged.reply.missing.len(), 1);
+
+        let dense = |f: &str, ranks: Vec<u32>| -> Answer {
+            let t = densify(&two_tasks(f), &IndexMap::new(ranks, 4, "rank").unwrap());
+            Ok(SampleReply {
+                tree_2d: Some(wire::encode_dense(&t)),
+                tree_3d: Some(wire::encode_dense(&t)),
+                notes: vec![TaskNote::default(); 2],
+                ..SampleReply::default()
+            }
+            .encode_to_vec())
+        };
+        let (a, b) = (dense("x", vec![0, 2]), dense("y", vec![1, 3]));
+        for kids in [&[(0, 2, &a), (1, 2, &b)][..], &[]] {
+            let merged = merge_sample_trees(kids, &describe, true, &limits);
+            let sent = merge_sample(kids, &describe, true, &limits);
+            let Trees::Dense(m2, m3) = &merged.trees else {
+                panic!("dense merged as {:?}", merged.trees)
+            };
+            let back = |t: &Option<strata_proto::Tree>| {
+                wire::decode_dense(t.clone().unwrap(), &limits).unwrap()
+            };
+            same_tree(m2, &back(&sent.tree_2d));
+            same_tree(m3, &back(&sent.tree_3d));
+        }
     }
 
     #[test]

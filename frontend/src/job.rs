@@ -4,20 +4,20 @@
 //! the result files.
 //!
 //! Both paths produce the same two replies a tree root receives, the rank map
-//! ([`SetupReply`]) and the merged samples ([`SampleReply`]), so everything after them
+//! ([`SetupReply`]) and the merged samples ([`Merged`]), so everything after them
 //! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
+use strata_commnode::merge::{Merged, Trees};
 use strata_daemon::agent;
 use strata_daemon::capture::Capturer;
 use strata_daemon::discovery::{self, Selector};
 use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::{SymbolOptions, Symbolizer};
 use strata_filters::taskset::format_runs;
-use strata_filters::wire::{self, Limits};
-use strata_filters::{Frame, IndexMap, Special, remap};
+use strata_filters::{Frame, IndexMap, PrefixTree, Special, remap};
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
 use strata_launcher::slurm::{self, SlurmJob, SlurmLauncher};
@@ -280,7 +280,7 @@ pub(crate) fn tree(
     let (with_loops, source_dirs) = (req.loop_variables, req.source_dirs.clone());
     // `--var` reads what it names; `--progress` also the loop-order variables of the loops
     // the sampled ranks are in (which needs the samples, so it is decided here).
-    let mut pick = |rank_map: &SetupReply, sampled: &SampleReply| {
+    let mut pick = |rank_map: &SetupReply, sampled: &Merged| {
         let mut requests = fixed.clone();
         if with_loops && let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) {
             let mut sources = SourceIndex::new(source_dirs.clone());
@@ -393,16 +393,25 @@ pub(crate) fn serial(
         }
         interrupted.get().is_some()
     };
-    let sampled = sampler.sample(&capturer, &tasks, &options, &stop, &mut |_| {});
+    let mut sampled = sampler.sample(&capturer, &tasks, &options, &stop, &mut |_| {});
     drop(capturer);
     if let Some(sig) = interrupted.get() {
         return Ok(Outcome::Interrupted(sig));
     }
     timings.push(("sample", t.elapsed()));
     let stacks = agent::stacks_reply(&tasks, &sampled.last, &req.stacks_of);
+    // This process is the only daemon: its trees are the merge, used as built. They are
+    // taken out first so that the daemon's reply (the rest) does not encode them for nothing.
+    let take = |t: &mut PrefixTree<_>| std::mem::replace(t, PrefixTree::new(0, 0));
+    let trees = Trees::Runs(take(&mut sampled.tree_2d), take(&mut sampled.tree_3d));
+    let reply = SampleReply {
+        tree_2d: None,
+        tree_3d: None,
+        ..agent::sample_reply(&sampled)
+    };
     Ok(Outcome::Done(Box::new(session::Gathered {
         rank_map,
-        sampled: agent::sample_reply(&sampled),
+        sampled: Merged { trees, reply },
         stacks,
         variables: None,
         timings,
@@ -500,10 +509,11 @@ pub(crate) struct Assembled {
 pub(crate) fn assemble(
     job: JobInfo,
     rank_map: &SetupReply,
-    sampled: &SampleReply,
+    merged: &Merged,
     sample: &Sample,
 ) -> Result<Assembled, Failure> {
     let internal = |m: String| Failure::new(Exit::Internal, m);
+    let sampled = &merged.reply;
     let mut ranks = Vec::new();
     let mut rank_info = Vec::new();
     let mut executables = Vec::new();
@@ -561,16 +571,16 @@ pub(crate) fn assemble(
     let threads = sample
         .threads
         .then(|| IndexMap::identity(sampled.threads.len() as u32, "thread"));
-    let decode = |t: &Option<strata_proto::Tree>| {
-        let t = t
-            .clone()
-            .ok_or_else(|| internal("the merged samples hold no tree".into()))?;
-        wire::decode(t, &Limits::default()).map_err(|e| internal(format!("merged tree: {e}")))
+    // Job-wide vectors need no remap and are `strata bench --dense`'s alone.
+    let Trees::Runs(merged_2d, merged_3d) = &merged.trees else {
+        return Err(internal(
+            "the merged samples hold job-wide bit vectors, not task runs".into(),
+        ));
     };
-    let mut tree_2d = remap(&decode(&sampled.tree_2d)?, &index_map, threads.as_ref())
-        .map_err(|e| internal(e.to_string()))?;
-    let mut tree_3d = remap(&decode(&sampled.tree_3d)?, &index_map, threads.as_ref())
-        .map_err(|e| internal(e.to_string()))?;
+    let mut tree_2d =
+        remap(merged_2d, &index_map, threads.as_ref()).map_err(|e| internal(e.to_string()))?;
+    let mut tree_3d =
+        remap(merged_3d, &index_map, threads.as_ref()).map_err(|e| internal(e.to_string()))?;
 
     for (info, note) in rank_info.iter_mut().zip(&sampled.notes) {
         info.build_id = note.build_id.clone();

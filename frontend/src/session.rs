@@ -13,15 +13,15 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use strata_commnode::children::{Answer, Children};
-use strata_commnode::merge;
+use strata_commnode::merge::{self, Merged};
 use strata_commnode::node::describe_child;
 use strata_filters::wire::Limits;
 use strata_launcher::topology::{Topology, children_of, parent_of};
 use strata_launcher::{CommnodeSpec, DaemonSpec, Launcher};
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::{
-    Command, Probe, ProbeReply, ReadVariables, Role, Sample, SampleReply, Setup, SetupReply,
-    StacksReply, VariableRequest, VariablesReply, command::Action,
+    Command, Probe, ProbeReply, ReadVariables, Role, Sample, Setup, SetupReply, StacksReply,
+    VariableRequest, VariablesReply, command::Action,
 };
 use tokio::time::Instant;
 
@@ -50,7 +50,8 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Gathered {
     pub rank_map: SetupReply,
-    pub sampled: SampleReply,
+    /// The root's merge, its trees as built (never encoded).
+    pub sampled: Merged,
     pub stacks: StacksReply,
     /// The variables read after sampling (`--var`, loop-order variables) and their values.
     pub variables: Option<(Vec<VariableRequest>, VariablesReply)>,
@@ -64,7 +65,7 @@ pub struct SessionError(pub String);
 
 /// Decides, from the rank map and the samples, which variables to read before the tree
 /// shuts down (the progress order's loop variables depend on where the ranks are).
-pub type VariablePicker<'a> = &'a mut dyn FnMut(&SetupReply, &SampleReply) -> Vec<VariableRequest>;
+pub type VariablePicker<'a> = &'a mut dyn FnMut(&SetupReply, &Merged) -> Vec<VariableRequest>;
 
 /// Runs a whole session on the current tokio runtime: open, sample once, read the stacks
 /// and the variables asked for, shut the tree down.
@@ -372,7 +373,7 @@ impl Session {
 
     /// Samples every task through the tree and merges the replies; `None` when a signal
     /// interrupted it (call [`Session::finish_interrupted`] then).
-    pub async fn sample(&mut self, s: &Sample) -> Option<SampleReply> {
+    pub async fn sample(&mut self, s: &Sample) -> Option<Merged> {
         if self.stopped().is_some() {
             return None;
         }
@@ -393,7 +394,9 @@ impl Session {
         let t = std::time::Instant::now();
         let taking_part = merge::taking_part(&self.counts, &answers);
         let describe = |i| self.root.describe(i);
-        let sampled = merge::merge_sample(&taking_part, &describe, s.dense, &Limits::default());
+        // The root is the merge's only user: its trees stay decoded.
+        let sampled =
+            merge::merge_sample_trees(&taking_part, &describe, s.dense, &Limits::default());
         self.timings.push(("merge at the root", t.elapsed()));
         self.bar.phase("sampled");
         if self.stopped().is_some() {

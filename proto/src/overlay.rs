@@ -14,34 +14,40 @@ pub const MAX_CHUNK: usize = 1 << 20;
 /// What a child sends up.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Up {
-    #[prost(oneof = "up::Kind", tags = "1, 2, 3, 4, 5")]
-    pub kind: Option<up::Kind>,
+    #[prost(oneof = "UpKind", tags = "1, 2, 3, 4, 5")]
+    pub kind: Option<UpKind>,
 }
 
+/// [`Up::kind`]: defined here, not in `up`, so that the parent's structs do not name an item
+/// of a child module (that would make `overlay` and `overlay::up` depend on each other).
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum UpKind {
+    #[prost(message, tag = "1")]
+    Hello(Hello),
+    #[prost(message, tag = "2")]
+    Proof(Proof),
+    #[prost(message, tag = "3")]
+    Reply(ReplyChunk),
+    #[prost(message, tag = "4")]
+    Progress(Progress),
+    #[prost(message, tag = "5")]
+    Heartbeat(Heartbeat),
+}
+
+/// The oneof's former home, now an alias: callers' `up::Kind::Hello` paths still compile, and
+/// only the child names its parent.
 pub mod up {
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Kind {
-        #[prost(message, tag = "1")]
-        Hello(super::Hello),
-        #[prost(message, tag = "2")]
-        Proof(super::Proof),
-        #[prost(message, tag = "3")]
-        Reply(super::ReplyChunk),
-        #[prost(message, tag = "4")]
-        Progress(super::Progress),
-        #[prost(message, tag = "5")]
-        Heartbeat(super::Heartbeat),
-    }
+    pub use super::UpKind as Kind;
 }
 
-impl From<up::Kind> for Up {
-    fn from(kind: up::Kind) -> Up {
+impl From<UpKind> for Up {
+    fn from(kind: UpKind) -> Up {
         Up { kind: Some(kind) }
     }
 }
 
-impl From<down::Kind> for Down {
-    fn from(kind: down::Kind) -> Down {
+impl From<DownKind> for Down {
+    fn from(kind: DownKind) -> Down {
         Down { kind: Some(kind) }
     }
 }
@@ -52,7 +58,7 @@ impl Command {
         Command {
             id,
             timeout_ms: 10_000,
-            action: Some(command::Action::Shutdown(Shutdown {})),
+            action: Some(CommandAction::Shutdown(Shutdown {})),
         }
     }
 
@@ -60,7 +66,7 @@ impl Command {
     pub fn is_urgent(&self) -> bool {
         matches!(
             self.action,
-            Some(command::Action::Detach(_)) | Some(command::Action::Shutdown(_))
+            Some(CommandAction::Detach(_)) | Some(CommandAction::Shutdown(_))
         )
     }
 }
@@ -68,20 +74,24 @@ impl Command {
 /// What a parent sends down.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Down {
-    #[prost(oneof = "down::Kind", tags = "1, 2, 3")]
-    pub kind: Option<down::Kind>,
+    #[prost(oneof = "DownKind", tags = "1, 2, 3")]
+    pub kind: Option<DownKind>,
 }
 
+/// [`Down::kind`], at the parent's level for the reason given at [`UpKind`].
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum DownKind {
+    #[prost(message, tag = "1")]
+    Challenge(Challenge),
+    #[prost(message, tag = "2")]
+    Command(Command),
+    #[prost(message, tag = "3")]
+    Heartbeat(Heartbeat),
+}
+
+/// The oneof's former home, now an alias (see [`up`]).
 pub mod down {
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Kind {
-        #[prost(message, tag = "1")]
-        Challenge(super::Challenge),
-        #[prost(message, tag = "2")]
-        Command(super::Command),
-        #[prost(message, tag = "3")]
-        Heartbeat(super::Heartbeat),
-    }
+    pub use super::DownKind as Kind;
 }
 
 /// Which role a child plays.
@@ -166,46 +176,50 @@ pub struct Command {
     /// the children that did not answer in time as missing.
     #[prost(uint64, tag = "2")]
     pub timeout_ms: u64,
-    #[prost(oneof = "command::Action", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
-    pub action: Option<command::Action>,
+    #[prost(oneof = "CommandAction", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
+    pub action: Option<CommandAction>,
 }
 
+/// [`Command::action`], at the parent's level for the reason given at [`UpKind`].
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum CommandAction {
+    /// Find the target tasks; reply [`SetupReply`] (the rank map).
+    #[prost(message, tag = "3")]
+    Setup(Setup),
+    /// Sample them; reply [`SampleReply`].
+    #[prost(message, tag = "4")]
+    Sample(Sample),
+    /// Full stacks of chosen ranks from the last sample; reply [`StacksReply`].
+    #[prost(message, tag = "5")]
+    Stacks(Stacks),
+    /// Stop chosen ranks and keep them stopped; reply [`HoldReply`].
+    #[prost(message, tag = "6")]
+    Hold(Hold),
+    /// Let every held task run again; reply [`HoldReply`].
+    #[prost(message, tag = "7")]
+    Release(Release),
+    /// Read memory of held tasks; reply [`ReadMemoryReply`].
+    #[prost(message, tag = "8")]
+    ReadMemory(ReadMemory),
+    /// Stop what is running and detach from every task; reply [`Done`].
+    #[prost(message, tag = "9")]
+    Detach(Detach),
+    /// Detach, reply [`Done`], close the link and exit.
+    #[prost(message, tag = "10")]
+    Shutdown(Shutdown),
+    /// Where chosen ranks' main threads are now, one capture each and no tree; reply
+    /// [`ProbeReply`] (`strata watch` asks a few ranks at random moments).
+    #[prost(message, tag = "11")]
+    Probe(Probe),
+    /// Read variables in chosen ranks' main-thread frames, each rank stopped while it is
+    /// read; reply [`VariablesReply`] (`--var`, loop-order variables).
+    #[prost(message, tag = "12")]
+    ReadVariables(ReadVariables),
+}
+
+/// The oneof's former home, now an alias (see [`up`]).
 pub mod command {
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Action {
-        /// Find the target tasks; reply [`super::SetupReply`] (the rank map).
-        #[prost(message, tag = "3")]
-        Setup(super::Setup),
-        /// Sample them; reply [`super::SampleReply`].
-        #[prost(message, tag = "4")]
-        Sample(super::Sample),
-        /// Full stacks of chosen ranks from the last sample; reply [`super::StacksReply`].
-        #[prost(message, tag = "5")]
-        Stacks(super::Stacks),
-        /// Stop chosen ranks and keep them stopped; reply [`super::HoldReply`].
-        #[prost(message, tag = "6")]
-        Hold(super::Hold),
-        /// Let every held task run again; reply [`super::HoldReply`].
-        #[prost(message, tag = "7")]
-        Release(super::Release),
-        /// Read memory of held tasks; reply [`super::ReadMemoryReply`].
-        #[prost(message, tag = "8")]
-        ReadMemory(super::ReadMemory),
-        /// Stop what is running and detach from every task; reply [`super::Done`].
-        #[prost(message, tag = "9")]
-        Detach(super::Detach),
-        /// Detach, reply [`super::Done`], close the link and exit.
-        #[prost(message, tag = "10")]
-        Shutdown(super::Shutdown),
-        /// Where chosen ranks' main threads are now, one capture each and no tree; reply
-        /// [`super::ProbeReply`] (`strata watch` asks a few ranks at random moments).
-        #[prost(message, tag = "11")]
-        Probe(super::Probe),
-        /// Read variables in chosen ranks' main-thread frames, each rank stopped while it is
-        /// read; reply [`super::VariablesReply`] (`--var`, loop-order variables).
-        #[prost(message, tag = "12")]
-        ReadVariables(super::ReadVariables),
-    }
+    pub use super::CommandAction as Action;
 }
 
 /// Which processes are the job's tasks.
@@ -214,8 +228,8 @@ pub struct Setup {
     /// The user who started the session: daemons use only tasks this user owns.
     #[prost(uint32, tag = "1")]
     pub uid: u32,
-    #[prost(oneof = "setup::Target", tags = "2, 3, 6")]
-    pub target: Option<setup::Target>,
+    #[prost(oneof = "SetupTarget", tags = "2, 3, 6")]
+    pub target: Option<SetupTarget>,
     /// Daemons on one host split the tasks they find: daemon `i` of `share` takes the
     /// `i`-th block in rank order (the local launcher). 0 or 1: each takes all.
     #[prost(uint32, tag = "4")]
@@ -225,19 +239,23 @@ pub struct Setup {
     pub debug_dirs: Vec<String>,
 }
 
+/// [`Setup::target`], at the parent's level for the reason given at [`UpKind`].
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum SetupTarget {
+    /// Process ids in rank order.
+    #[prost(message, tag = "2")]
+    Pids(PidList),
+    /// A launcher's pid: its descendants with an MPI rank.
+    #[prost(uint32, tag = "3")]
+    LauncherPid(u32),
+    /// A Slurm job (and step): its processes on the daemon's node.
+    #[prost(message, tag = "6")]
+    Slurm(SlurmTarget),
+}
+
+/// The oneof's former home, now an alias (see [`up`]).
 pub mod setup {
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Target {
-        /// Process ids in rank order.
-        #[prost(message, tag = "2")]
-        Pids(super::PidList),
-        /// A launcher's pid: its descendants with an MPI rank.
-        #[prost(uint32, tag = "3")]
-        LauncherPid(u32),
-        /// A Slurm job (and step): its processes on the daemon's node.
-        #[prost(message, tag = "6")]
-        Slurm(super::SlurmTarget),
-    }
+    pub use super::SetupTarget as Target;
 }
 
 /// The processes of a Slurm job on a node: every step's, or one step's.
@@ -611,3 +629,38 @@ pub struct Done {
 
 /// Largest `ReadMemory.length` a daemon serves.
 pub const MAX_READ: u32 = 1 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    // The oneof enums moved from their child modules to this one; peers of other builds
+    // read the bytes, so the tags must not have moved with them. The expected bytes are
+    // written by hand from the tags (key = tag << 3 | wire type).
+    #[test]
+    fn the_oneofs_keep_their_tags_and_old_paths() {
+        let up: Up = up::Kind::Heartbeat(Heartbeat {}).into();
+        assert_eq!(up.encode_to_vec(), [5 << 3 | 2, 0]);
+        let cmd = Command {
+            id: 1,
+            timeout_ms: 2,
+            action: Some(command::Action::Detach(Detach {})),
+        };
+        assert_eq!(cmd.encode_to_vec(), [1 << 3, 1, 2 << 3, 2, 9 << 3 | 2, 0]);
+        let down: Down = DownKind::Command(cmd.clone()).into();
+        let bytes = down.encode_to_vec();
+        assert_eq!(bytes, [2 << 3 | 2, 6, 1 << 3, 1, 2 << 3, 2, 9 << 3 | 2, 0]);
+        let back = Down::decode(bytes.as_slice()).unwrap();
+        assert!(matches!(back.kind, Some(down::Kind::Command(c)) if c == cmd));
+        let setup = Setup {
+            target: Some(setup::Target::LauncherPid(7)),
+            ..Setup::default()
+        };
+        assert_eq!(setup.encode_to_vec(), [3 << 3, 7]);
+        assert_eq!(
+            Setup::decode(&[3 << 3, 7][..]).unwrap().target,
+            Some(SetupTarget::LauncherPid(7))
+        );
+    }
+}
