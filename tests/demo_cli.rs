@@ -44,8 +44,11 @@ fn demo_shows_the_three_classes_of_the_hung_ring() {
     assert_eq!(classes.len(), 3, "{out}");
     // The class lines are shortened from the left; the tree has the distinguishing frames.
     let branch = |ranks: &str, frame: &str| {
-        out.lines()
-            .any(|l| l.contains(&format!("{ranks}  strata_frontend::commands::demo::{frame}")))
+        out.lines().any(|l| {
+            l.contains(&format!(
+                "{ranks}  strata_frontend::commands::demo::{frame}"
+            ))
+        })
     };
     assert!(branch("1:[1]", "compute_forever"), "{out}");
     assert!(branch("1:[2]", "receive_token"), "{out}");

@@ -11,6 +11,7 @@ use strata_launcher::slurm::SlurmError;
 use strata_launcher::topology::TopologyError;
 use strata_proto::sampling::SamplingError;
 use strata_result::ResultFileError;
+use strata_session::AttachError;
 use strata_tui::TuiError;
 
 /// A failed command: the message (one line, says what to do) and its exit code.
@@ -63,9 +64,24 @@ impl From<TuiError> for Failure {
 }
 
 /// The tree network produced nothing.
-impl From<crate::session::SessionError> for Failure {
-    fn from(e: crate::session::SessionError) -> Self {
+impl From<strata_session::root::SessionError> for Failure {
+    fn from(e: strata_session::root::SessionError) -> Self {
         Failure::internal(e.0)
+    }
+}
+
+/// An attach that produced nothing: each kind of reason has its code.
+impl From<AttachError> for Failure {
+    fn from(e: AttachError) -> Self {
+        match e {
+            AttachError::Usage(m) => Failure::new(Exit::BadInput, m),
+            AttachError::NotFound(m) => Failure::new(Exit::NotFound, m),
+            AttachError::PermissionDenied(m) => Failure::new(Exit::PermissionDenied, m),
+            AttachError::Slurm(e) => e.into(),
+            AttachError::Sampling(e) => e.into(),
+            AttachError::Topology(e) => e.into(),
+            AttachError::Internal(m) => Failure::internal(m),
+        }
     }
 }
 

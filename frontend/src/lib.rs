@@ -1,17 +1,15 @@
 //! The `strata` command: a thin layer over the library crates.
 //!
 //! [`cli`] declares the command line (clap, nothing else); [`commands`] has one module per
-//! subcommand, turning arguments into the libraries' requests; [`failure`] and [`exit`] are
-//! how a run ends (one line and the documented exit code). The rest is the glue that only
-//! a front end needs: [`job`] finds a job's ranks and opens the tree network on them
-//! ([`session`]), [`live`] lets the terminal UI drive a live session, and [`interrupt`]
-//! turns Ctrl-C into a clean detach.
+//! subcommand, each turning its arguments into what a library takes (an
+//! [`AttachRequest`](strata_session::AttachRequest) for attach, demo and watch) and showing
+//! what comes back; [`failure`] and [`exit`] are how a run ends (one line and the documented
+//! exit code; library errors meet the exit codes in [`failure`] only). [`live`] lets the
+//! terminal UI drive a live session, and [`interrupt`] turns Ctrl-C into a clean detach.
 
 pub mod cli;
 pub mod commands;
 pub mod exit;
 pub mod failure;
 pub mod interrupt;
-pub mod job;
 pub mod live;
-pub mod session;

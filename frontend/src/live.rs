@@ -15,12 +15,13 @@ use strata_proto::overlay::{Sample, Setup};
 use crate::commands::show::write_files;
 use crate::exit::Exit;
 use crate::failure::Failure;
-use crate::job::{self, AttachRequest, Place};
-use crate::session::Session;
 use std::path::PathBuf;
 use strata_result::directory as output;
 use strata_result::variables::{self as values, VariableReads, VariableSpec};
 use strata_result::{JobInfo, StrataResult};
+use strata_session::Session;
+use strata_session::place::Place;
+use strata_session::request::AttachRequest;
 use strata_tui::{self as tui, Source, ViewState};
 
 /// What a live UI session runs on: the open session, its runtime and launcher.
@@ -77,8 +78,13 @@ impl Source for LiveSource {
         let sampled = runtime
             .block_on(session.sample(&sample))
             .ok_or("interrupted by a signal: the job has been detached")?;
-        let assembled = job::assemble(self.job.clone(), &session.rank_map, &sampled, &sample)
-            .map_err(|f| f.message)?;
+        let assembled = strata_session::assemble::assemble(
+            self.job.clone(),
+            &session.rank_map,
+            &sampled,
+            &sample,
+        )
+        .map_err(|e| e.to_string())?;
         self.sample = sample;
         Ok(assembled.result)
     }
@@ -173,13 +179,15 @@ pub(crate) fn run(
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
     options: LiveOptions,
 ) -> Result<Exit, Failure> {
-    let (plan, mut launcher, key) = job::tree_plan(setup, sample.clone(), req, place, true)?;
+    let (plan, mut launcher, key) =
+        strata_session::gather::tree_plan(setup, sample.clone(), req, place, true)?;
     let signals = unless_debugging(signals);
-    let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
+    let Some((runtime, mut session)) =
+        strata_session::gather::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
     };
-    let job = job::job_info(place, req, &session.rank_map, options.job_name);
+    let job = strata_session::place::job_info(place, req, &session.rank_map, options.job_name);
     let mut source = LiveSource {
         runtime,
         session: None,
@@ -187,9 +195,9 @@ pub(crate) fn run(
         job,
         sample,
     };
-    if let Some(failure) = job::nothing_found(&session.rank_map) {
+    if let Some(failure) = strata_session::assemble::nothing_found(&session.rank_map) {
         source.session = Some(session);
-        return Err(failure);
+        return Err(failure.into());
     }
     let first = source.runtime.block_on(session.sample(&source.sample));
     let stopped = session.stopped();
@@ -205,7 +213,7 @@ pub(crate) fn run(
     };
     let result = {
         let session = source.session.as_deref().expect("just set");
-        job::assemble(
+        strata_session::assemble::assemble(
             source.job.clone(),
             &session.rank_map,
             &sampled,

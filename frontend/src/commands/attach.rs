@@ -16,15 +16,15 @@ use crate::commands::show::{color_on, show, view_state, write_files, write_stdou
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::interrupt;
-use crate::job::{
-    Assembled, AttachRequest, JobTarget, TreeShape, assemble, job_info, list, nothing_found,
-    report_problems, requests, serial, tree, where_to_attach,
-};
 use crate::live::LiveOptions;
-use crate::session::Outcome;
 use std::path::PathBuf;
 use strata_proto::sampling::Sampling;
 use strata_result::directory as output;
+use strata_session::assemble::{Assembled, assemble, list, nothing_found, report_problems};
+use strata_session::gather::{requests, serial, tree};
+use strata_session::place::{job_info, where_to_attach};
+use strata_session::request::{AttachRequest, JobTarget, TreeShape};
+use strata_session::root::Outcome;
 
 pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
     let (req, shown) = request(args);
@@ -74,11 +74,11 @@ pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
 }
 
 /// `--rm` as the attach machinery takes it.
-impl From<crate::cli::ResourceManager> for crate::job::ResourceManager {
+impl From<crate::cli::ResourceManager> for strata_session::request::ResourceManager {
     fn from(rm: crate::cli::ResourceManager) -> Self {
         match rm {
-            crate::cli::ResourceManager::Local => crate::job::ResourceManager::Local,
-            crate::cli::ResourceManager::Slurm => crate::job::ResourceManager::Slurm,
+            crate::cli::ResourceManager::Local => strata_session::request::ResourceManager::Local,
+            crate::cli::ResourceManager::Slurm => strata_session::request::ResourceManager::Slurm,
         }
     }
 }
@@ -161,7 +161,7 @@ pub fn run_request(
     let rank_map = &gathered.rank_map;
     report_problems(rank_map);
     if let Some(failure) = nothing_found(rank_map) {
-        return Err(failure);
+        return Err(failure.into());
     }
     let job = job_info(&place, &req, rank_map, job_name);
     let t = std::time::Instant::now();

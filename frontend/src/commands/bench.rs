@@ -33,7 +33,7 @@ use strata_proto::overlay::{
 use crate::cli::{BenchArgs, EmulatorArgs, SynthArgs};
 use crate::exit::Exit;
 use crate::failure::Failure;
-use crate::session::{self, Outcome, Plan};
+use strata_session::root::{self as session, Outcome, Plan};
 
 /// Starts commnodes like the local launcher, and the emulated daemons as `emulators`
 /// processes of `strata bench-daemons`.
@@ -147,7 +147,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         connect_timeout: Duration::from_secs(120),
         progress: false,
     };
-    let runtime = crate::job::runtime()?;
+    let runtime = strata_session::gather::runtime()?;
     let (_never, signals) = std::sync::mpsc::channel();
     let started = Instant::now();
     let outcome = runtime.block_on(session::run(plan, &mut launcher, key, signals, None));
@@ -334,7 +334,7 @@ type RankTree = PrefixTree<RankSet>;
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
     let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
     let job = Arc::new(SynthJob::new(args.synth.params()));
-    let runtime = crate::job::runtime()?;
+    let runtime = strata_session::gather::runtime()?;
     let parents = Arc::new(args.parents);
     let result: Result<(), String> = runtime.block_on(async {
         let mut tasks = Vec::new();

@@ -20,8 +20,8 @@ use crate::commands::attach;
 use crate::commands::attach::Presentation;
 use crate::exit::Exit;
 use crate::failure::Failure;
-use crate::job::{AttachRequest, JobTarget, ResourceManager, TreeShape};
 use strata_proto::sampling::Sampling;
+use strata_session::request::{AttachRequest, JobTarget, ResourceManager, TreeShape};
 
 /// The rank that is stuck in its computation.
 const STUCK_RANK: u32 = 1;

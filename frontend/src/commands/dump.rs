@@ -39,7 +39,9 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
         )
     })?;
     let capturer = Capturer::with_default_threads();
-    let mut sampler = Sampler::new(Symbolizer::new(crate::job::symbol_options(&args.debug_dir)));
+    let mut sampler = Sampler::new(Symbolizer::new(strata_session::gather::symbol_options(
+        &args.debug_dir,
+    )));
     let options = CaptureOptions::default();
     let max_frames = args.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
 

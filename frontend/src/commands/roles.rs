@@ -54,7 +54,7 @@ pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {
         index,
         daemons: args.daemons,
     };
-    crate::job::runtime()?
+    strata_session::gather::runtime()?
         .block_on(strata_daemon::agent::run(place, key))
         .map_err(|e| Failure::new(Exit::Internal, format!("daemon {index}: {e}")))?;
     Ok(Exit::Complete)
@@ -90,7 +90,7 @@ pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
         listen,
     };
     let index = place.index;
-    crate::job::runtime()?
+    strata_session::gather::runtime()?
         .block_on(strata_commnode::node::run(place, key, |addr| {
             // The launcher reads this first line to learn where the commnode listens.
             println!("listening {addr}");

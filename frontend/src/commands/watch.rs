@@ -19,10 +19,11 @@ use crate::cli::WatchArgs;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::interrupt;
-use crate::job::{self, AttachRequest, JobTarget, Place, TreeShape};
-use crate::session::Session;
 use strata_proto::sampling::Sampling;
 use strata_result::{StrataResult, now_rfc3339};
+use strata_session::Session;
+use strata_session::place::Place;
+use strata_session::request::{AttachRequest, JobTarget, TreeShape};
 
 use strata_watch::report::{self, Hang};
 use strata_watch::{
@@ -82,29 +83,30 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     let pattern = Regex::new(&args.mpi_pattern)
         .map_err(|e| bad(format!("--mpi-pattern '{}': {e}", args.mpi_pattern)))?;
     let attach_req = attach_request(&args);
-    let place = job::where_to_attach(&attach_req)?;
+    let place = strata_session::place::where_to_attach(&attach_req)?;
     let signals = interrupt::watch().map_err(|e| {
         Failure::new(
             Exit::Internal,
             format!("cannot set up signal handling: {e}"),
         )
     })?;
-    let (setup, sample) = job::requests(&attach_req, &place);
+    let (setup, sample) = strata_session::gather::requests(&attach_req, &place);
     let progress = std::io::stderr().is_terminal() && !args.json;
     let (plan, mut launcher, key) =
-        job::tree_plan(setup, sample.clone(), &attach_req, &place, progress)?;
-    let Some((runtime, mut session)) = job::open_live(&plan, launcher.as_mut(), key, signals)?
+        strata_session::gather::tree_plan(setup, sample.clone(), &attach_req, &place, progress)?;
+    let Some((runtime, mut session)) =
+        strata_session::gather::open_live(&plan, launcher.as_mut(), key, signals)?
     else {
         return Ok(Exit::Interrupted);
     };
-    if let Some(failure) = job::nothing_found(&session.rank_map) {
+    if let Some(failure) = strata_session::assemble::nothing_found(&session.rank_map) {
         let _ = runtime.block_on(session.close());
         drop(runtime);
         launcher.reap(Duration::from_secs(5));
-        return Err(failure);
+        return Err(failure.into());
     }
     session.quiet();
-    let job = job::job_info(&place, &attach_req, &session.rank_map, None);
+    let job = strata_session::place::job_info(&place, &attach_req, &session.rank_map, None);
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -442,7 +444,9 @@ impl Watch<'_> {
         let interrupted =
             || Failure::new(Exit::Interrupted, "interrupted while taking the snapshot");
         let sampled = session.sample(sample).await.ok_or_else(interrupted)?;
-        let mut result = job::assemble(job.clone(), &session.rank_map, &sampled, sample)?.result;
+        let mut result =
+            strata_session::assemble::assemble(job.clone(), &session.rank_map, &sampled, sample)?
+                .result;
         // The loop counters the report's progress order needs, read as attach --progress
         // reads them: who is behind inside the time-step loop.
         let requests = strata_progress::order::loop_requests(

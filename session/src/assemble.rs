@@ -1,0 +1,287 @@
+//! From the root's two replies to a result: problems reported, the trees remapped once to
+//! MPI rank order, ranks that could not be sampled shown under a frame that says why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use strata_commnode::merge::{Merged, Trees};
+use strata_filters::taskset::format_runs;
+use strata_filters::{Frame, IndexMap, Special, remap};
+use strata_proto::overlay::{ErrorKind, Sample, SetupReply, TaskNote};
+use strata_result::{
+    JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
+    ThreadInfo, rfc3339,
+};
+
+use crate::error::AttachError;
+
+/// Discovery problems, once each (daemons on one host see the same processes).
+pub fn report_problems(rank_map: &SetupReply) {
+    let mut seen = BTreeSet::new();
+    let any_task = rank_map.daemons.iter().any(|d| !d.tasks.is_empty());
+    for d in &rank_map.daemons {
+        // A daemon that found nothing while others did (a node of the job without ranks).
+        if let (Some(e), true) = (&d.error, any_task)
+            && seen.insert(e.clone())
+        {
+            eprintln!("strata: warning: daemon {} on {}: {e}", d.index, d.host);
+        }
+        for p in &d.problems {
+            if seen.insert(p.clone()) {
+                eprintln!("strata: warning: {p}");
+            }
+        }
+    }
+    let dups: BTreeSet<u32> = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.duplicate_ranks.iter().copied())
+        .collect();
+    if !dups.is_empty() {
+        eprintln!(
+            "strata: warning: rank(s) {} are claimed by several unrelated processes (none or \
+             several mapping MPI): name the job step, or the pids",
+            list(&dups.into_iter().collect::<Vec<_>>())
+        );
+    }
+}
+
+/// The failure when no daemon found any task: the first daemon's own reason.
+pub fn nothing_found(rank_map: &SetupReply) -> Option<AttachError> {
+    let any_task = rank_map
+        .daemons
+        .iter()
+        .any(|d| !d.tasks.is_empty() || !d.duplicate_ranks.is_empty());
+    if any_task {
+        return None;
+    }
+    if let Some(d) = rank_map.daemons.iter().find(|d| d.error.is_some()) {
+        let why = d.error.clone().unwrap_or_default();
+        return Some(
+            match ErrorKind::try_from(d.error_kind).unwrap_or(ErrorKind::Internal) {
+                ErrorKind::NotFound => AttachError::NotFound(why),
+                ErrorKind::PermissionDenied => AttachError::PermissionDenied(why),
+                ErrorKind::None | ErrorKind::Internal => AttachError::Internal(why),
+            },
+        );
+    }
+    let why = rank_map.missing.first().map_or_else(
+        || "no daemon answered".to_string(),
+        |m| format!("{}: {}", m.who, m.reason),
+    );
+    Some(AttachError::Internal(format!(
+        "no rank map arrived ({why}); see the messages above"
+    )))
+}
+
+/// The result and what the hints need.
+#[derive(Debug)]
+pub struct Assembled {
+    pub result: StrataResult,
+    /// Per task (root task order): rank and note.
+    pub notes: Vec<(u32, TaskNote)>,
+    /// Per task: executable path.
+    pub executables: Vec<String>,
+}
+
+pub fn assemble(
+    job: JobInfo,
+    rank_map: &SetupReply,
+    merged: &Merged,
+    sample: &Sample,
+) -> Result<Assembled, AttachError> {
+    let internal = AttachError::Internal;
+    let sampled = &merged.reply;
+    let mut ranks = Vec::new();
+    let mut rank_info = Vec::new();
+    let mut executables = Vec::new();
+    for d in &rank_map.daemons {
+        for t in &d.tasks {
+            ranks.push(t.rank);
+            let exe = d
+                .executables
+                .get(t.executable as usize)
+                .cloned()
+                .unwrap_or_default();
+            executables.push(exe.clone());
+            rank_info.push(RankInfo {
+                rank: t.rank,
+                host: Some(d.host.clone()),
+                pid: Some(t.pid),
+                executable: Some(exe),
+                ..RankInfo::default()
+            });
+        }
+    }
+    let dups: BTreeSet<u32> = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.duplicate_ranks.iter().copied())
+        .collect();
+    let hinted = rank_map
+        .daemons
+        .iter()
+        .flat_map(|d| d.tasks.iter().filter_map(|t| t.job_size))
+        .max()
+        .unwrap_or(0);
+    let highest = ranks.iter().chain(&dups).max().map_or(0, |r| r + 1);
+    let job_size = hinted.max(highest);
+    // Ranks and sizes come from the ranks' environments, through the daemons: bounded
+    // before anything is allocated or walked per rank.
+    if job_size > MAX_JOB_SIZE {
+        return Err(AttachError::Usage(format!(
+            "the job claims {job_size} ranks (a rank or MPI size variable in a rank's \
+                 environment), more than strata handles ({MAX_JOB_SIZE})"
+        )));
+    }
+    if sampled.notes.len() != ranks.len() {
+        return Err(internal(format!(
+            "the merged samples cover {} tasks, the rank map {}",
+            sampled.notes.len(),
+            ranks.len()
+        )));
+    }
+    let index_map =
+        IndexMap::new(ranks.clone(), job_size, "rank").map_err(|e| internal(e.to_string()))?;
+    let threads = sample
+        .threads
+        .then(|| IndexMap::identity(sampled.threads.len() as u32, "thread"));
+    // Job-wide vectors need no remap and are `strata bench --dense`'s alone.
+    let Trees::Runs(merged_2d, merged_3d) = &merged.trees else {
+        return Err(internal(
+            "the merged samples hold job-wide bit vectors, not task runs".into(),
+        ));
+    };
+    let mut tree_2d =
+        remap(merged_2d, &index_map, threads.as_ref()).map_err(|e| internal(e.to_string()))?;
+    let mut tree_3d =
+        remap(merged_3d, &index_map, threads.as_ref()).map_err(|e| internal(e.to_string()))?;
+
+    for (info, note) in rank_info.iter_mut().zip(&sampled.notes) {
+        info.build_id = note.build_id.clone();
+        info.state = (!note.state.is_empty()).then(|| note.state.clone());
+        info.error = note.error.clone();
+    }
+    let thread_info = sampled
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ThreadInfo {
+            id: i as u32,
+            rank: ranks.get(t.task as usize).copied().unwrap_or(u32::MAX),
+            tid: t.tid,
+            name: Some(t.name.clone()),
+        })
+        .collect();
+
+    let mut missing = Vec::new();
+    // Subtrees lost after the rank map: their ranks are known.
+    let mut lost: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for m in &sampled.missing {
+        let rs = ranks
+            .get(m.first as usize..m.end as usize)
+            .ok_or_else(|| internal("a missing range outside the rank map".into()))?;
+        lost.entry(format!("{} did not answer: {}", m.who, m.reason))
+            .or_default()
+            .extend(rs);
+    }
+    for (reason, mut rs) in lost {
+        rs.sort_unstable();
+        missing.push(MissingRanks {
+            ranks: list(&rs),
+            reason,
+        });
+    }
+    let dup_runs = runs_of((0..job_size).filter(|r| dups.contains(r)));
+    if !dup_runs.is_empty() {
+        missing.push(MissingRanks {
+            ranks: format_runs(&dup_runs),
+            reason: "several unrelated processes claim these ranks".to_string(),
+        });
+    }
+    let found: BTreeSet<u32> = ranks.iter().copied().collect();
+    let unmapped: Vec<u32> = (0..job_size)
+        .filter(|r| !found.contains(r) && !dups.contains(r))
+        .collect();
+    if !unmapped.is_empty() {
+        if rank_map.missing.is_empty() {
+            missing.push(MissingRanks {
+                ranks: list(&unmapped),
+                reason: "no process of these ranks was found".to_string(),
+            });
+        } else {
+            // Some daemons never gave their rank map: these ranks are probably theirs,
+            // and are shown in the tree as unknown.
+            let who: Vec<String> = rank_map
+                .missing
+                .iter()
+                .map(|m| format!("{} ({})", m.who, m.reason))
+                .collect();
+            missing.push(MissingRanks {
+                ranks: list(&unmapped),
+                reason: format!("ranks unknown: no rank map from {}", who.join(", ")),
+            });
+            let path = [Frame::Special(Special::RanksUnknown)];
+            for &r in &unmapped {
+                tree_2d.add_trace(&path, r, None);
+                tree_3d.add_trace(&path, r, None);
+            }
+        }
+    } else if !rank_map.missing.is_empty() {
+        for m in &rank_map.missing {
+            eprintln!(
+                "strata: warning: {} gave no rank map ({}); every rank of the job is accounted \
+                 for without it",
+                m.who, m.reason
+            );
+        }
+    }
+    let time = |us: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_micros(us));
+    let notes = ranks
+        .iter()
+        .copied()
+        .zip(sampled.notes.iter().cloned())
+        .collect();
+    let result = StrataResult {
+        meta: ResultMeta {
+            strata_version: env!("CARGO_PKG_VERSION").to_string(),
+            created: rfc3339(SystemTime::now()),
+            job,
+            sampling: SamplingInfo {
+                samples: sampled.samples,
+                interval_ms: sample.interval_us / 1000,
+                threads: sample.threads,
+                started: time(sampled.started_us),
+                finished: time(sampled.finished_us),
+            },
+            job_size,
+            ranks: rank_info,
+            threads: thread_info,
+            missing,
+            variables: Vec::new(),
+        },
+        tree_2d,
+        tree_3d,
+    };
+    Ok(Assembled {
+        result,
+        notes,
+        executables,
+    })
+}
+
+pub fn list(ranks: &[u32]) -> String {
+    format_runs(&runs_of(ranks.iter().copied()))
+}
+
+/// Ascending ranks as runs `(first, end)`.
+fn runs_of(ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for r in ranks {
+        match runs.last_mut() {
+            Some((_, end)) if *end == r => *end = r + 1,
+            _ => runs.push((r, r + 1)),
+        }
+    }
+    runs
+}

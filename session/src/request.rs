@@ -1,0 +1,89 @@
+//! What an attach asks for: the typed request that `strata attach`, its live mode, `strata
+//! demo` and `strata watch` each build from their own options.
+
+use std::path::PathBuf;
+
+use strata_proto::sampling::Sampling;
+use strata_result::variables::VariableSpec;
+
+/// Which processes an attach is aimed at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobTarget {
+    /// A resource manager's job id as typed (`1234`, `1234.0`), and `--step`.
+    Job { id: String, step: Option<u32> },
+    /// The ranks' process ids on this host, in rank order.
+    Pids(Vec<i32>),
+    /// A launcher on this host; its descendants with an MPI rank are the ranks.
+    Launcher(i32),
+}
+
+/// Who starts the daemons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceManager {
+    /// Processes on this host.
+    Local,
+    /// A Slurm job's nodes, one daemon per node.
+    Slurm,
+}
+
+/// The tree network's shape, as asked for (`None`: strata chooses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    /// Daemons on this host (local jobs; Slurm starts one per node).
+    pub daemons: Option<u32>,
+    /// Most children per tree node.
+    pub fanout: Option<u32>,
+    /// Edges from the front end to a daemon.
+    pub depth: Option<u32>,
+    /// Run the commnodes inside the job's allocation (Slurm).
+    pub commnodes_in_job: bool,
+}
+
+/// What an attach asks for, whoever asks: `strata attach` (and its live mode), `strata
+/// demo` and `strata watch` each build one from their own options.
+#[derive(Clone, Debug)]
+pub struct AttachRequest {
+    pub target: JobTarget,
+    /// `None`: Slurm for a job id, local for pids or a launcher.
+    pub rm: Option<ResourceManager>,
+    pub sampling: Sampling,
+    pub tree: TreeShape,
+    /// Sample in this process, without daemons or a tree.
+    pub serial: bool,
+    /// Where separate debug information lives.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Ranks whose full stacks come back with the last sample (`--rank`).
+    pub stacks_of: Vec<u32>,
+    /// Variables read in every rank after sampling (`--var`).
+    pub variables: Vec<VariableSpec>,
+    /// Also read the loop-order variables the progress order needs (`--progress`).
+    pub loop_variables: bool,
+    /// Where the job's sources live, for the loop-order variables.
+    pub source_dirs: Vec<PathBuf>,
+}
+
+impl AttachRequest {
+    /// A request for `target` with every other setting at its default.
+    pub fn new(target: JobTarget) -> AttachRequest {
+        AttachRequest {
+            target,
+            rm: None,
+            sampling: Sampling::default(),
+            tree: TreeShape::default(),
+            serial: false,
+            debug_dirs: Vec::new(),
+            stacks_of: Vec::new(),
+            variables: Vec::new(),
+            loop_variables: false,
+            source_dirs: Vec::new(),
+        }
+    }
+
+    /// The launcher's pid, when the target is a launcher.
+    pub fn launcher_pid(&self) -> Option<i32> {
+        match self.target {
+            JobTarget::Launcher(pid) => Some(pid),
+            _ => None,
+        }
+    }
+}
