@@ -1,10 +1,8 @@
-//! `strata attach`: find the job's ranks, sample them through the tree network (or, with
-//! `--serial`, in this process), merge, remap to rank order, show the default view, write
-//! the result files.
-//!
-//! Both paths produce the same two replies a tree root receives, the rank map
-//! (`SetupReply`) and the merged samples (`SampleReply`), so everything after them
-//! (remap, `[ranks unknown]`, the result, hints, exit code) is one code path.
+//! `strata attach`: the options become an [`AttachRequest`] (what to sample, through which
+//! tree) and a [`Presentation`] (how to show and keep the result); [`strata_session`] finds
+//! the ranks, samples them through the tree network (or, with `--serial`, in this process)
+//! and remaps the merge to rank order; this module shows the default view, the hints and
+//! `--rank`'s stacks, writes the result files and chooses the exit code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
