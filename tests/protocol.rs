@@ -576,7 +576,7 @@ async fn garbage_oversized_messages_and_wrong_places_are_refused_and_the_parent_
         .1
         .clone()
         .expect_err("the oversized reply is refused");
-    assert!(lost.contains("over the size limit"), "{lost}");
+    assert!(lost.to_string().contains("over the size limit"), "{lost}");
     assert_eq!(parent.children.gone(), [1]);
     assert_eq!(parent.children.joined(), [0]);
     // The next round still works, child 1 reported with why it left.

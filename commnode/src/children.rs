@@ -16,9 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use strata_proto::auth::{NONCE_LEN, SessionKey, nonce};
-use strata_proto::link::{HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_MESSAGE, ReplyBuffer, SILENCE_LIMIT};
+use strata_proto::link::{
+    HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_MESSAGE, OversizedReply, ReplyBuffer, SILENCE_LIMIT,
+};
 use strata_proto::overlay::{Challenge, Command, Down, Heartbeat, Hello, Role, Up, down, up};
 use strata_proto::service::overlay_server::{Overlay, OverlayServer};
+use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::Stream;
@@ -48,7 +51,7 @@ enum Event {
     },
     Gone {
         index: u32,
-        reason: String,
+        reason: NoAnswer,
     },
 }
 
@@ -60,7 +63,35 @@ struct Link {
 }
 
 /// One child's answer to a command: its reply bytes, or why there are none.
-pub type Answer = Result<Vec<u8>, String>;
+pub type Answer = Result<Vec<u8>, NoAnswer>;
+
+/// Why a child has no answer to a command: its link ended or went silent, it never joined,
+/// or it missed the deadline. The text is the `reason` of the child's `Missing` entry.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum NoAnswer {
+    #[error("silent for {0} s")]
+    Silent(u64),
+    #[error("sent a message over the size limit")]
+    MessageTooLarge,
+    #[error("connection lost (process died or network failed)")]
+    ConnectionLost,
+    #[error("connection closed")]
+    ConnectionClosed,
+    #[error("the parent stopped")]
+    ParentStopped,
+    #[error("sent an oversized reply")]
+    DroppedOversized,
+    #[error(transparent)]
+    Oversized(#[from] OversizedReply),
+    #[error("its link is congested or closed")]
+    Congested,
+    #[error("no answer within {0} s")]
+    Timeout(u64),
+    #[error("connected too late")]
+    TooLate,
+    #[error("never connected")]
+    NeverConnected,
+}
 
 /// The children of one tree node.
 pub struct Children {
@@ -76,7 +107,7 @@ pub struct Children {
     early: HashMap<(u64, u32), Answer>,
     /// Partial replies, per (command, child).
     partial: HashMap<(u64, u32), ReplyBuffer>,
-    gone: HashMap<u32, String>,
+    gone: HashMap<u32, NoAnswer>,
     /// Joined after the first command: not part of the session (they missed its setup).
     late: HashSet<u32>,
     commands_sent: bool,
@@ -144,13 +175,17 @@ struct Admission {
 
 impl Admission {
     /// Handshake, then forward the child's messages until its link ends. `Err` only when the
-    /// child was never admitted.
+    /// child was never admitted: why, a line for the log and the child's refusal (kept a
+    /// `String`: it is only ever shown, and never leaves this module as a value).
     async fn run(
         self,
         mut ups: Streaming<Up>,
         tx: mpsc::Sender<Result<Down, Status>>,
     ) -> Result<(), String> {
-        let hello = match next_up(&mut ups, HANDSHAKE_TIMEOUT).await? {
+        let hello = match next_up(&mut ups, HANDSHAKE_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             up::Kind::Hello(h) => h,
             _ => return Err("its first message was not a hello".into()),
         };
@@ -185,7 +220,10 @@ impl Admission {
         tx.send(Ok(down::Kind::Challenge(challenge).into()))
             .await
             .map_err(|_| "closed during the handshake".to_string())?;
-        let proof = match next_up(&mut ups, HANDSHAKE_TIMEOUT).await? {
+        let proof = match next_up(&mut ups, HANDSHAKE_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             up::Kind::Proof(p) => p,
             _ => return Err("no proof after the challenge".into()),
         };
@@ -219,7 +257,7 @@ impl Admission {
                 Ok(up::Kind::Heartbeat(_)) => {}
                 Ok(kind) => {
                     if self.events.send(Event::Up { index, kind }).await.is_err() {
-                        break "the parent stopped".to_string();
+                        break NoAnswer::ParentStopped;
                     }
                 }
                 Err(reason) => break reason,
@@ -231,17 +269,17 @@ impl Admission {
     }
 }
 
-async fn next_up(ups: &mut Streaming<Up>, within: Duration) -> Result<up::Kind, String> {
+async fn next_up(ups: &mut Streaming<Up>, within: Duration) -> Result<up::Kind, NoAnswer> {
     loop {
         match tokio::time::timeout(within, ups.message()).await {
-            Err(_) => return Err(format!("silent for {} s", within.as_secs())),
+            Err(_) => return Err(NoAnswer::Silent(within.as_secs())),
             // A killed process or a cut network: HTTP/2 reports a broken stream.
             // tonic refuses a message over the size limit with OutOfRange.
             Ok(Err(s)) if s.code() == tonic::Code::OutOfRange => {
-                return Err("sent a message over the size limit".into());
+                return Err(NoAnswer::MessageTooLarge);
             }
-            Ok(Err(_)) => return Err("connection lost (process died or network failed)".into()),
-            Ok(Ok(None)) => return Err("connection closed".into()),
+            Ok(Err(_)) => return Err(NoAnswer::ConnectionLost),
+            Ok(Ok(None)) => return Err(NoAnswer::ConnectionClosed),
             Ok(Ok(Some(Up { kind: None }))) => continue,
             Ok(Ok(Some(Up { kind: Some(k) }))) => return Ok(k),
         }
@@ -331,13 +369,13 @@ impl Children {
     }
 
     /// Why a child is not (or no longer) part of the session.
-    pub fn absence(&self, index: u32) -> String {
+    pub fn absence(&self, index: u32) -> NoAnswer {
         if let Some(r) = self.gone.get(&index) {
             r.clone()
         } else if self.late.contains(&index) {
-            "connected too late".to_string()
+            NoAnswer::TooLate
         } else {
-            "never connected".to_string()
+            NoAnswer::NeverConnected
         }
     }
 
@@ -416,7 +454,7 @@ impl Children {
                     pending.insert(i);
                 }
                 Err(_) => {
-                    answers.insert(i, Err("its link is congested or closed".into()));
+                    answers.insert(i, Err(NoAnswer::Congested));
                 }
             }
         }
@@ -428,7 +466,7 @@ impl Children {
                 Err(_) => {
                     let waited = command.timeout_ms.div_ceil(1000);
                     for i in pending.drain() {
-                        answers.insert(i, Err(format!("no answer within {waited} s")));
+                        answers.insert(i, Err(NoAnswer::Timeout(waited)));
                     }
                     break;
                 }
@@ -452,8 +490,8 @@ impl Children {
                         Ok(Some(bytes)) => Ok(bytes),
                         Ok(None) => continue,
                         Err(e) => {
-                            self.drop_child(index, "sent an oversized reply");
-                            Err(e)
+                            self.drop_child(index, NoAnswer::DroppedOversized);
+                            Err(e.into())
                         }
                     };
                     self.partial.remove(&(id, index));
@@ -491,13 +529,13 @@ impl Children {
     }
 
     /// Drops a misbehaving child's link.
-    fn drop_child(&mut self, index: u32, reason: &str) {
+    fn drop_child(&mut self, index: u32, reason: NoAnswer) {
         self.senders.lock().expect("not poisoned").remove(&index);
         if let Some(link) = self.links.remove(&index) {
             let _ = link
                 .down
                 .try_send(Err(Status::invalid_argument(reason.to_string())));
-            self.gone.insert(index, reason.to_string());
+            self.gone.insert(index, reason);
         }
     }
 

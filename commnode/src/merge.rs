@@ -18,11 +18,13 @@ use strata_proto::overlay::{
 
 use crate::children::Answer;
 
-/// A child's reply, decoded, or why there is none.
+/// A child's reply, decoded, or why there is none. The reasons here and in [`check`] stay
+/// `String`s: they never leave this module but as the text of a `Missing` entry or a task
+/// note, which the wire carries as text.
 fn decode<M: Message + Default>(answer: &Answer) -> Result<M, String> {
     match answer {
         Ok(bytes) => M::decode(bytes.as_slice()).map_err(|e| format!("sent garbage: {e}")),
-        Err(e) => Err(e.clone()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -390,6 +392,7 @@ pub fn merge_done(answers: &[(u32, Answer)], describe: &dyn Fn(u32) -> String) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::children::NoAnswer;
     use strata_proto::overlay::ThreadEntry;
 
     fn reply(tree: &PrefixTree<TaskRuns>, threads: Vec<ThreadEntry>) -> Answer {
@@ -421,7 +424,7 @@ mod tests {
     #[test]
     fn a_lost_child_keeps_its_place_under_daemon_unreachable() {
         let a = reply(&two_tasks("MPI_Barrier"), vec![]);
-        let lost: Answer = Err("connection closed".into());
+        let lost: Answer = Err(NoAnswer::ConnectionClosed);
         let c = reply(&two_tasks("MPI_Recv"), vec![]);
         let kids = [(0, 2, &a), (1, 3, &lost), (2, 2, &c)];
         let out = merge_sample(&kids, &|i| format!("daemon {i}"), false, &Limits::default());
@@ -557,7 +560,7 @@ mod tests {
             name: "w".into(),
         };
         let a = reply(&t, vec![th(0), th(1)]);
-        let lost: Answer = Err("gone".into());
+        let lost: Answer = Err(NoAnswer::ConnectionClosed);
         let b = reply(&t, vec![th(0), th(1)]);
         let kids = [(0, 2, &a), (1, 4, &lost), (2, 2, &b)];
         let describe = |i| format!("d{i}");

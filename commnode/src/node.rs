@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use strata_filters::wire::Limits;
 use strata_proto::auth::SessionKey;
-use strata_proto::link::{self, ParentLink, send_reply, send_reply_bytes};
+use strata_proto::link::{self, LinkError, ParentLink, send_reply, send_reply_bytes};
 use strata_proto::overlay::{
     Command, NodeStat, Progress, Role, SampleReply, Up, command::Action, down, up,
 };
+use thiserror::Error;
 use tokio::time::Instant;
 
 use crate::children::{Answer, Children};
@@ -57,13 +58,25 @@ pub fn describe_child(role: Role, index: u32, daemons: Option<&Range<u32>>) -> S
     }
 }
 
+/// Why a commnode could not take its place in the tree.
+#[derive(Debug, Error)]
+pub enum NodeError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Link(#[from] LinkError),
+}
+
 /// Runs a commnode until its parent shuts it down or its link is lost. `announce` is told
 /// the listening address once (the local launcher reads it from standard output).
 pub async fn run(
     place: Place,
     key: SessionKey,
     announce: impl FnOnce(SocketAddr),
-) -> Result<(), String> {
+) -> Result<(), NodeError> {
     let role = place.child_role;
     let first_child = place.children.start;
     let daemons = place.daemons_of_child.clone();
@@ -78,12 +91,13 @@ pub async fn run(
         Arc::new(|line| eprintln!("strata commnode: {line}")),
     )
     .await
-    .map_err(|e| format!("cannot listen on {}: {e}", place.listen))?;
+    .map_err(|source| NodeError::Listen {
+        addr: place.listen,
+        source,
+    })?;
     announce(children.addr());
     let ParentLink { up, mut down } =
-        link::connect(&place.parent, &key, Role::Commnode, place.index)
-            .await
-            .map_err(|e| e.to_string())?;
+        link::connect(&place.parent, &key, Role::Commnode, place.index).await?;
     // Commands are read by their own task, so that a detach or shutdown reaches the
     // subtree at once, even while a long command (sampling) is still being collected.
     let urgent = children.broadcaster();

@@ -11,9 +11,24 @@
 
 use std::fmt;
 
+use thiserror::Error;
+
 use crate::remap::IndexMap;
 use crate::taskset::{RankSet, TaskRuns, TaskSet};
 use crate::tree::{NodeId, PrefixTree};
+
+/// A peer's bit vector that does not fit the job (see [`DenseBits::from_bytes`]).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum BitsError {
+    #[error("a bit vector of {bytes} bytes, the job's {space} tasks need {needed}")]
+    Length {
+        bytes: usize,
+        space: u32,
+        needed: usize,
+    },
+    #[error("a bit vector sets a task past the job's {0}")]
+    PastSpace(u32),
+}
 
 /// A set of global ranks as a plain bit vector (bit `r` of word `r / 64`).
 ///
@@ -46,13 +61,14 @@ impl DenseBits {
 
     /// Reads the wire form; refuses a length other than `space.div_ceil(8)` and bits at or
     /// past `space`.
-    pub fn from_bytes(bytes: &[u8], space: u32) -> Result<Self, String> {
+    pub fn from_bytes(bytes: &[u8], space: u32) -> Result<Self, BitsError> {
         let len = space.div_ceil(8) as usize;
         if bytes.len() != len {
-            return Err(format!(
-                "a bit vector of {} bytes, the job's {space} tasks need {len}",
-                bytes.len()
-            ));
+            return Err(BitsError::Length {
+                bytes: bytes.len(),
+                space,
+                needed: len,
+            });
         }
         let words: Vec<u64> = bytes
             .chunks(8)
@@ -67,7 +83,7 @@ impl DenseBits {
             && let Some(&last) = set.words.last()
             && last >> (space % 64) != 0
         {
-            return Err(format!("a bit vector sets a task past the job's {space}"));
+            return Err(BitsError::PastSpace(space));
         }
         Ok(set)
     }

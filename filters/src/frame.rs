@@ -7,6 +7,7 @@
 use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
+use thiserror::Error;
 
 /// A binary image: its path as the target saw it and its GNU build-id (hex), if any.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,6 +37,13 @@ pub struct CodeFrame {
     pub inlined: bool,
 }
 
+/// Flat frame fields that make no frame (see [`CodeFrame::from_fields`]).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum FrameError {
+    #[error("frame has a build-id but no module path")]
+    BuildIdWithoutModule,
+}
+
 impl CodeFrame {
     /// Builds a code frame from the flat fields a file or message carries, refusing a
     /// build-id without a module path (it would identify nothing).
@@ -47,9 +55,9 @@ impl CodeFrame {
         file: Option<String>,
         line: Option<u32>,
         inlined: bool,
-    ) -> Result<CodeFrame, String> {
+    ) -> Result<CodeFrame, FrameError> {
         if build_id.is_some() && module_path.is_none() {
-            return Err("frame has a build-id but no module path".into());
+            return Err(FrameError::BuildIdWithoutModule);
         }
         Ok(CodeFrame {
             function,

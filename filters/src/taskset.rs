@@ -15,7 +15,31 @@
 
 use std::fmt::{self, Write as _};
 
+use thiserror::Error;
+
 pub use roaring::RoaringBitmap as RankSet;
+
+/// A rank list a user or a file wrote that is not one (`0,2-255`, see [`parse_ranges`]).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ParseError {
+    #[error("range '{0}' is reversed")]
+    Reversed(String),
+    #[error("index in '{0}' is too large")]
+    TooLarge(String),
+    #[error("'{0}' is not a rank number")]
+    NotANumber(String),
+}
+
+/// Runs a peer sent that are not a valid [`TaskRuns`] (see [`TaskRuns::from_checked_runs`]).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum RunsError {
+    #[error("empty or reversed run {0}-{1}")]
+    Empty(u32, u32),
+    #[error("run {start}-{end} exceeds the index space of {limit}")]
+    OutsideSpace { start: u32, end: u32, limit: u32 },
+    #[error("run {0}-{1} overlaps or touches the previous run")]
+    Overlapping(u32, u32),
+}
 
 /// The operations the prefix tree needs from a set of task (or thread) indices.
 pub trait TaskSet: Clone + Default + PartialEq + fmt::Debug {
@@ -134,17 +158,21 @@ impl TaskRuns {
 
     /// Checks that `runs` are sorted, non-empty, coalesced and below `limit`, as a
     /// peer-supplied set must be before it is trusted.
-    pub fn from_checked_runs(runs: Vec<(u32, u32)>, limit: u32) -> Result<Self, String> {
+    pub fn from_checked_runs(runs: Vec<(u32, u32)>, limit: u32) -> Result<Self, RunsError> {
         let mut prev_end: Option<u32> = None;
         for &(s, e) in &runs {
             if s >= e {
-                return Err(format!("empty or reversed run {s}-{e}"));
+                return Err(RunsError::Empty(s, e));
             }
             if e > limit {
-                return Err(format!("run {s}-{e} exceeds the index space of {limit}"));
+                return Err(RunsError::OutsideSpace {
+                    start: s,
+                    end: e,
+                    limit,
+                });
             }
             if prev_end.is_some_and(|p| s <= p) {
-                return Err(format!("run {s}-{e} overlaps or touches the previous run"));
+                return Err(RunsError::Overlapping(s, e));
             }
             prev_end = Some(e);
         }
@@ -400,7 +428,7 @@ pub fn format_set_shortened<S: TaskSet>(set: &S, max_chars: usize) -> String {
 }
 
 /// Parses a compact rank list (`0,2-255`; whitespace allowed; empty string is the empty set).
-pub fn parse_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
+pub fn parse_ranges(text: &str) -> Result<Vec<(u32, u32)>, ParseError> {
     let mut runs = Vec::new();
     let text = text.trim();
     if text.is_empty() {
@@ -416,20 +444,20 @@ pub fn parse_ranges(text: &str) -> Result<Vec<(u32, u32)>, String> {
             }
         };
         if s > e {
-            return Err(format!("range '{item}' is reversed"));
+            return Err(ParseError::Reversed(item.to_string()));
         }
         let end = e
             .checked_add(1)
-            .ok_or_else(|| format!("index in '{item}' is too large"))?;
+            .ok_or_else(|| ParseError::TooLarge(item.to_string()))?;
         runs.push((s, end));
     }
     Ok(runs)
 }
 
-fn parse_index(text: &str) -> Result<u32, String> {
+fn parse_index(text: &str) -> Result<u32, ParseError> {
     text.trim()
         .parse::<u32>()
-        .map_err(|_| format!("'{}' is not a rank number", text.trim()))
+        .map_err(|_| ParseError::NotANumber(text.trim().to_string()))
 }
 
 /// Builds a [`RankSet`] from runs, using range inserts.

@@ -3,9 +3,9 @@
 //! A daemon's encoded tree holds its own frames, nodes and subtree-local runs: its size
 //! depends on what its tasks are doing, never on how large the job is.
 
-use crate::dense::DenseBits;
-use crate::frame::{CodeFrame, Frame, FrameId, Special};
-use crate::taskset::{TaskRuns, TaskSet};
+use crate::dense::{BitsError, DenseBits};
+use crate::frame::{CodeFrame, Frame, FrameError, FrameId, Special};
+use crate::taskset::{RunsError, TaskRuns, TaskSet};
 use crate::tree::{Node, NodeId, PrefixTree};
 use strata_proto as pb;
 use strata_proto::Message;
@@ -19,11 +19,53 @@ pub enum WireError {
     #[error("tree message has {0}, over the limit of {1}")]
     TooLarge(String, usize),
     #[error("node {node}: {problem}")]
-    BadNode { node: usize, problem: String },
+    BadNode { node: usize, problem: NodeProblem },
     #[error("frame {frame}: {problem}")]
-    BadFrame { frame: usize, problem: String },
+    BadFrame { frame: usize, problem: FrameProblem },
     #[error("tree carries {0} where {1} were expected")]
     Encoding(&'static str, &'static str),
+}
+
+/// What is wrong with one node of a received tree ([`WireError::BadNode`]).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum NodeProblem {
+    #[error("odd number of run fields")]
+    OddRunFields,
+    #[error("run start overflows")]
+    StartOverflows,
+    #[error("run end overflows")]
+    EndOverflows,
+    #[error("runs touch; they must be coalesced")]
+    RunsTouch,
+    #[error(transparent)]
+    Runs(#[from] RunsError),
+    #[error(transparent)]
+    Bits(#[from] BitsError),
+    #[error("carries a bit vector in a tree of task runs")]
+    BitsInRunsTree,
+    #[error("carries task runs in a tree of bit vectors")]
+    RunsInBitsTree,
+    #[error("parent {0} does not precede it")]
+    ParentNotBefore(u32),
+    #[error("frame {0} does not exist")]
+    NoSuchFrame(u32),
+    #[error("a sibling has the same frame")]
+    SiblingFrame,
+    #[error("holds tasks its parent does not")]
+    OutsideParent,
+}
+
+/// What is wrong with one frame of a received tree ([`WireError::BadFrame`]).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum FrameProblem {
+    #[error("a string of {len} bytes exceeds {max}")]
+    StringTooLong { len: usize, max: usize },
+    #[error("unknown special frame kind {0}")]
+    UnknownSpecial(i32),
+    #[error(transparent)]
+    Fields(#[from] FrameError),
+    #[error("duplicate frame")]
+    Duplicate,
 }
 
 /// Bounds on what a peer may send.
@@ -55,22 +97,24 @@ fn encode_runs(set: &TaskRuns) -> Vec<u32> {
     out
 }
 
-fn decode_runs(v: &[u32], limit: u32) -> Result<TaskRuns, String> {
+fn decode_runs(v: &[u32], limit: u32) -> Result<TaskRuns, NodeProblem> {
     if !v.len().is_multiple_of(2) {
-        return Err("odd number of run fields".into());
+        return Err(NodeProblem::OddRunFields);
     }
     let mut runs = Vec::with_capacity(v.len() / 2);
     let mut prev: u32 = 0;
     for (i, pair) in v.chunks_exact(2).enumerate() {
-        let s = prev.checked_add(pair[0]).ok_or("run start overflows")?;
-        let e = s.checked_add(pair[1]).ok_or("run end overflows")?;
+        let s = prev
+            .checked_add(pair[0])
+            .ok_or(NodeProblem::StartOverflows)?;
+        let e = s.checked_add(pair[1]).ok_or(NodeProblem::EndOverflows)?;
         if i > 0 && pair[0] == 0 {
-            return Err("runs touch; they must be coalesced".into());
+            return Err(NodeProblem::RunsTouch);
         }
         runs.push((s, e));
         prev = e;
     }
-    TaskRuns::from_checked_runs(runs, limit)
+    Ok(TaskRuns::from_checked_runs(runs, limit)?)
 }
 
 fn encode_frame(f: &Frame) -> pb::Frame {
@@ -104,17 +148,16 @@ fn special_to_pb(s: Special) -> pb::SpecialFrame {
     }
 }
 
-fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
+fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, FrameProblem> {
     for s in [&f.function, &f.module_path, &f.build_id, &f.file]
         .into_iter()
         .flatten()
     {
         if s.len() > limits.max_string {
-            return Err(format!(
-                "a string of {} bytes exceeds {}",
-                s.len(),
-                limits.max_string
-            ));
+            return Err(FrameProblem::StringTooLong {
+                len: s.len(),
+                max: limits.max_string,
+            });
         }
     }
     let special = match pb::SpecialFrame::try_from(f.special) {
@@ -126,7 +169,7 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
         Ok(pb::SpecialFrame::NotAttached) => Some(Special::NotAttached),
         Ok(pb::SpecialFrame::Truncated) => Some(Special::Truncated),
         Ok(pb::SpecialFrame::Uninterruptible) => Some(Special::Uninterruptible),
-        Err(_) => return Err(format!("unknown special frame kind {}", f.special)),
+        Err(_) => return Err(FrameProblem::UnknownSpecial(f.special)),
     };
     if let Some(s) = special {
         return Ok(Frame::Special(s));
@@ -141,6 +184,7 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, String> {
         f.inlined,
     )
     .map(Frame::Code)
+    .map_err(FrameProblem::from)
 }
 
 /// Encodes a subtree-scoped tree.
@@ -212,7 +256,7 @@ pub fn decode(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<TaskRuns>, Wi
     let (tasks, threads) = (msg.task_space, msg.thread_space);
     decode_with(msg, limits, |n| {
         if !n.task_bits.is_empty() {
-            return Err("carries a bit vector in a tree of task runs".into());
+            return Err(NodeProblem::BitsInRunsTree);
         }
         Ok((
             decode_runs(&n.tasks, tasks)?,
@@ -233,7 +277,7 @@ pub fn decode_dense(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<DenseBi
     let space = msg.task_space;
     decode_with(msg, limits, |n| {
         if !n.tasks.is_empty() || !n.threads.is_empty() {
-            return Err("carries task runs in a tree of bit vectors".into());
+            return Err(NodeProblem::RunsInBitsTree);
         }
         Ok((
             DenseBits::from_bytes(&n.task_bits, space)?,
@@ -242,7 +286,7 @@ pub fn decode_dense(msg: pb::Tree, limits: &Limits) -> Result<PrefixTree<DenseBi
     })
 }
 
-type NodeSets<S> = Result<(S, S), String>;
+type NodeSets<S> = Result<(S, S), NodeProblem>;
 
 fn decode_with<S: TaskSet>(
     mut msg: pb::Tree,
@@ -269,11 +313,11 @@ fn decode_with<S: TaskSet>(
         if tree.intern(&frame) != FrameId(i as u32) {
             return Err(WireError::BadFrame {
                 frame: i,
-                problem: "duplicate frame".into(),
+                problem: FrameProblem::Duplicate,
             });
         }
     }
-    let bad = |node: usize, problem: String| WireError::BadNode { node, problem };
+    let bad = |node: usize, problem: NodeProblem| WireError::BadNode { node, problem };
     {
         let root = pb::Node {
             tasks: std::mem::take(&mut msg.root_tasks),
@@ -289,19 +333,19 @@ fn decode_with<S: TaskSet>(
     for (i, n) in msg.nodes.into_iter().enumerate() {
         let id = i + 1;
         if n.parent as usize >= id {
-            return Err(bad(id, format!("parent {} does not precede it", n.parent)));
+            return Err(bad(id, NodeProblem::ParentNotBefore(n.parent)));
         }
         if n.frame as usize >= nframes {
-            return Err(bad(id, format!("frame {} does not exist", n.frame)));
+            return Err(bad(id, NodeProblem::NoSuchFrame(n.frame)));
         }
         let (parent, frame) = (NodeId(n.parent), FrameId(n.frame));
         if tree.child(parent, frame).is_some() {
-            return Err(bad(id, "a sibling has the same frame".into()));
+            return Err(bad(id, NodeProblem::SiblingFrame));
         }
         let (tasks, threads) = sets(&n).map_err(|p| bad(id, p))?;
         let p = tree.node(parent);
         if !tasks.difference(&p.tasks).is_empty() || !threads.difference(&p.threads).is_empty() {
-            return Err(bad(id, "holds tasks its parent does not".into()));
+            return Err(bad(id, NodeProblem::OutsideParent));
         }
         let made = tree.child_or_insert(parent, frame);
         let node = tree.node_mut(made);

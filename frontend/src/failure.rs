@@ -9,6 +9,7 @@ use crate::exit::Exit;
 use strata_daemon::capture::CaptureError;
 use strata_launcher::slurm::SlurmError;
 use strata_launcher::topology::TopologyError;
+use strata_proto::auth::AuthError;
 use strata_proto::sampling::SamplingError;
 use strata_result::ResultFileError;
 use strata_session::AttachError;
@@ -32,6 +33,13 @@ impl Failure {
     /// A bug or an environment strata cannot work in (exit 1).
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Failure::new(Exit::Internal, message.to_string())
+    }
+}
+
+/// A launched role without its session key was started by hand: a usage error.
+impl From<AuthError> for Failure {
+    fn from(e: AuthError) -> Self {
+        Failure::new(Exit::BadInput, e.to_string())
     }
 }
 

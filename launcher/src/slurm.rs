@@ -62,15 +62,35 @@ pub enum SlurmError {
 /// for a minute before failing.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(8);
 
+/// A Slurm client command (`squeue`, `scancel`) that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// It could not be started or waited for.
+    #[error("{program}: {source}")]
+    Run {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("{program} did not answer within {secs} s")]
+    Timeout { program: String, secs: u64 },
+    /// It failed: its first stderr line.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Runs a Slurm client command; `Err` carries its first stderr line.
-fn slurm_command(program: &str, args: &[&str]) -> Result<String, String> {
+fn slurm_command(program: &str, args: &[&str]) -> Result<String, ClientError> {
+    let run = |source| ClientError::Run {
+        program: program.to_string(),
+        source,
+    };
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
+        .map_err(run)?;
     // Read both pipes on threads so a chatty command cannot block on a full pipe.
     let mut out_pipe = child.stdout.take().expect("piped");
     let mut err_pipe = child.stderr.take().expect("piped");
@@ -91,13 +111,13 @@ fn slurm_command(program: &str, args: &[&str]) -> Result<String, String> {
             Ok(None) if Instant::now() >= end => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "{program} did not answer within {} s",
-                    CLIENT_TIMEOUT.as_secs()
-                ));
+                return Err(ClientError::Timeout {
+                    program: program.to_string(),
+                    secs: CLIENT_TIMEOUT.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("{program}: {e}")),
+            Err(e) => return Err(run(e)),
         }
     };
     let out = out_reader.join().unwrap_or_default();
@@ -105,23 +125,24 @@ fn slurm_command(program: &str, args: &[&str]) -> Result<String, String> {
     if status.success() {
         Ok(out)
     } else {
-        Err(err
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("failed without a message")
-            .trim()
-            .to_string())
+        Err(ClientError::Failed(
+            err.lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("failed without a message")
+                .trim()
+                .to_string(),
+        ))
     }
 }
 
 /// Whether a Slurm controller answers here (for choosing the resource manager of a job id).
 pub fn available() -> bool {
     slurm_command("squeue", &["-h", "-j", "0", "-o", "%i"])
-        .map_or_else(|e| e.contains("Invalid job id"), |_| true)
+        .map_or_else(|e| e.to_string().contains("Invalid job id"), |_| true)
 }
 
 /// Cancels job `id` (`scancel`), as `strata watch --on-hang cancel` does after its report.
-pub fn cancel(id: u32) -> Result<(), String> {
+pub fn cancel(id: u32) -> Result<(), ClientError> {
     slurm_command("scancel", &[&id.to_string()]).map(|_| ())
 }
 
@@ -178,7 +199,8 @@ pub fn lookup(id: u32, uid: u32) -> Result<SlurmJob, SlurmError> {
     Ok(j)
 }
 
-fn classify(id: u32, stderr: String) -> SlurmError {
+fn classify(id: u32, e: ClientError) -> SlurmError {
+    let stderr = e.to_string();
     if stderr.contains("Invalid job id") {
         SlurmError::NotFound(id)
     } else if stderr.contains("No such file")
@@ -496,11 +518,17 @@ mod tests {
     #[test]
     fn slurm_errors_are_classified() {
         assert_eq!(
-            classify(3, "slurm_load_jobs error: Invalid job id specified".into()),
+            classify(
+                3,
+                ClientError::Failed("slurm_load_jobs error: Invalid job id specified".into())
+            ),
             SlurmError::NotFound(3)
         );
         assert!(matches!(
-            classify(3, "squeue: No such file or directory".into()),
+            classify(
+                3,
+                ClientError::Failed("squeue: No such file or directory".into())
+            ),
             SlurmError::NotConfigured(_)
         ));
     }

@@ -19,6 +19,7 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+use thiserror::Error;
 
 use crate::overlay::Hello;
 
@@ -28,6 +29,20 @@ pub const KEY_LEN: usize = 32;
 pub const NONCE_LEN: usize = 32;
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// A session key that cannot be had: not handed over, or not one.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AuthError {
+    #[error("a session key is {} hex digits", KEY_LEN * 2)]
+    Malformed,
+    #[error(
+        "{} is not set: this role is started by `strata attach`, not by hand",
+        KEY_ENV
+    )]
+    NotSet,
+    #[error("{}: {}", KEY_ENV, AuthError::Malformed)]
+    MalformedInEnv,
+}
 
 /// A session's secret.
 #[derive(Clone)]
@@ -51,10 +66,10 @@ impl SessionKey {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    pub fn from_hex(text: &str) -> Result<SessionKey, String> {
+    pub fn from_hex(text: &str) -> Result<SessionKey, AuthError> {
         let t = text.trim();
         if t.len() != KEY_LEN * 2 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!("a session key is {} hex digits", KEY_LEN * 2));
+            return Err(AuthError::Malformed);
         }
         let mut k = [0u8; KEY_LEN];
         for (i, b) in k.iter_mut().enumerate() {
@@ -64,11 +79,9 @@ impl SessionKey {
     }
 
     /// The key the launching front end put in [`KEY_ENV`].
-    pub fn from_env() -> Result<SessionKey, String> {
-        let v = std::env::var(KEY_ENV).map_err(|_| {
-            format!("{KEY_ENV} is not set: this role is started by `strata attach`, not by hand")
-        })?;
-        SessionKey::from_hex(&v).map_err(|e| format!("{KEY_ENV}: {e}"))
+    pub fn from_env() -> Result<SessionKey, AuthError> {
+        let v = std::env::var(KEY_ENV).map_err(|_| AuthError::NotSet)?;
+        SessionKey::from_hex(&v).map_err(|_| AuthError::MalformedInEnv)
     }
 
     fn mac(&self, label: &[u8], hello: &Hello, parent_nonce: &[u8]) -> HmacSha256 {

@@ -233,6 +233,13 @@ fn chunk(command: u64, data: Vec<u8>, more: bool) -> Up {
     .into()
 }
 
+/// A reply whose chunks add up to more than its [`ReplyBuffer`]'s limit.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("reply exceeds the limit of {limit} bytes")]
+pub struct OversizedReply {
+    pub limit: usize,
+}
+
 /// Collects the chunks of one reply, refusing to grow past `limit` bytes.
 #[derive(Debug)]
 pub struct ReplyBuffer {
@@ -249,9 +256,9 @@ impl ReplyBuffer {
     }
 
     /// Adds a chunk: `Ok(Some(bytes))` when the reply is complete.
-    pub fn push(&mut self, chunk: ReplyChunk) -> Result<Option<Vec<u8>>, String> {
+    pub fn push(&mut self, chunk: ReplyChunk) -> Result<Option<Vec<u8>>, OversizedReply> {
         if self.data.len() + chunk.data.len() > self.limit {
-            return Err(format!("reply exceeds the limit of {} bytes", self.limit));
+            return Err(OversizedReply { limit: self.limit });
         }
         self.data.extend_from_slice(&chunk.data);
         Ok((!chunk.more).then(|| std::mem::take(&mut self.data)))

@@ -298,6 +298,7 @@ fn frame_from_file(f: FrameFile) -> Result<Frame, String> {
         f.function, f.module, f.build_id, f.offset, f.file, f.line, f.inlined,
     )
     .map(Frame::Code)
+    .map_err(|e| e.to_string())
 }
 
 fn tree_to_file(tree: &PrefixTree<RankSet>) -> TreeFile {

@@ -11,7 +11,7 @@ mod panels;
 
 use super::handoff::shell_line;
 use super::source::Source;
-use super::view::{Display, Row, ViewState, cut_regex};
+use super::view::{BadRegex, Display, Row, ViewState, cut_regex};
 use crate::search::Search;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashSet;
@@ -203,7 +203,7 @@ impl App {
             let state = app.state.clone();
             app.read_loop_variables(&state);
             if let Err(e) = app.rebuild(state) {
-                app.error(e);
+                app.error(e.to_string());
             }
         }
         app
@@ -471,7 +471,7 @@ impl App {
                     s.cut_pattern = None;
                     self.edit(s, "no cut below a pattern");
                 } else if let Err(e) = cut_regex(&text) {
-                    self.error(e);
+                    self.error(e.to_string());
                 } else {
                     let what = format!("cut below frames matching /{text}/");
                     s.cut_pattern = Some(text);
@@ -610,7 +610,7 @@ impl App {
                     self.info(format!("{what} (u undoes)"));
                 }
             }
-            Err(e) => self.error(e),
+            Err(e) => self.error(e.to_string()),
         }
     }
 
@@ -618,7 +618,7 @@ impl App {
         match self.undo.pop() {
             Some(s) => match self.rebuild(s) {
                 Ok(()) => self.info("undone"),
-                Err(e) => self.error(e),
+                Err(e) => self.error(e.to_string()),
             },
             None => self.info("nothing to undo"),
         }
@@ -626,7 +626,7 @@ impl App {
 
     /// Derives the display again (new state or new result), keeping the selection,
     /// collapsed nodes and the search where their paths still exist.
-    fn rebuild(&mut self, state: ViewState) -> Result<(), String> {
+    fn rebuild(&mut self, state: ViewState) -> Result<(), BadRegex> {
         if state.progress && self.progress.is_none() {
             let mut sources = SourceIndex::new(state.source_dirs.clone());
             self.progress = Some(strata_progress::order::analyze(&self.result, &mut sources));
@@ -676,7 +676,7 @@ impl App {
         }
         self.undo.push(self.state.clone());
         if let Err(e) = self.rebuild(state) {
-            self.error(e);
+            self.error(e.to_string());
             return;
         }
         if !on {
@@ -926,7 +926,7 @@ impl App {
                             if samples == 1 { "" } else { "s" },
                             self.result.meta.sampling.samples
                         )),
-                        Err(e) => self.error(e),
+                        Err(e) => self.error(e.to_string()),
                     }
                 }
                 Err(e) => {

@@ -11,6 +11,11 @@ use strata_result::render::frame_text;
 use strata_result::variables::{VariableReads, VariableSpec};
 
 /// Where the UI's result comes from, and what it can do besides showing it.
+///
+/// The errors are `String`s on purpose: the UI never branches on why a call failed, it
+/// shows the text as one line in its status bar, and the implementations' failures (a
+/// session's, a saved result's) have nothing in common to type. A typed error here would
+/// only be turned back into that line.
 pub trait Source {
     /// True while attached to a live job (sampling, stacks and detaching are possible).
     fn live(&self) -> bool;

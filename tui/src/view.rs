@@ -17,6 +17,7 @@ use strata_progress::order::ProgressOrder;
 use strata_result::annotation::Label;
 use strata_result::render::frame_text_labelled;
 use strata_result::{StrataResult, TreeKind};
+use thiserror::Error;
 
 /// The view a user has chosen; the undo stack holds these.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -86,9 +87,26 @@ pub struct Row {
     pub expanded: bool,
 }
 
+/// A pattern the user typed (a cut, a search) that is no regex.
+#[derive(Debug, Error)]
+#[error("bad regex '{pattern}': {source}")]
+pub struct BadRegex {
+    pub pattern: String,
+    pub source: regex::Error,
+}
+
+impl BadRegex {
+    pub fn new(pattern: &str, source: regex::Error) -> BadRegex {
+        BadRegex {
+            pattern: pattern.to_string(),
+            source,
+        }
+    }
+}
+
 /// Compiles a user's cut pattern (case-sensitive: frame names are).
-pub fn cut_regex(pattern: &str) -> Result<Regex, String> {
-    Regex::new(pattern).map_err(|e| format!("bad regex '{pattern}': {e}"))
+pub fn cut_regex(pattern: &str) -> Result<Regex, BadRegex> {
+    Regex::new(pattern).map_err(|e| BadRegex::new(pattern, e))
 }
 
 impl Display {
@@ -98,7 +116,7 @@ impl Display {
         result: &StrataResult,
         state: &ViewState,
         progress: Option<&ProgressOrder>,
-    ) -> Result<(Display, ViewState), String> {
+    ) -> Result<(Display, ViewState), BadRegex> {
         let cut = state.cut_pattern.as_deref().map(cut_regex).transpose()?;
         let full = view_with_cut(result.tree(state.kind), state.opts, |f| {
             cut.as_ref().is_some_and(|re| re.is_match(&f.name()))
@@ -482,6 +500,7 @@ mod tests {
                 None
             )
             .unwrap_err()
+            .to_string()
             .contains("bad regex")
         );
     }

@@ -332,7 +332,7 @@ type RankTree = PrefixTree<RankSet>;
 
 /// `strata bench-daemons`: emulated daemons answering the real protocol.
 pub fn emulate(args: EmulatorArgs) -> Result<Exit, Failure> {
-    let key = SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))?;
+    let key = SessionKey::from_env()?;
     let job = Arc::new(SynthJob::new(args.synth.params()));
     let runtime = strata_session::gather::runtime()?;
     let parents = Arc::new(args.parents);

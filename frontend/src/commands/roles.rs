@@ -35,7 +35,7 @@ fn own_line(lines: &[String]) -> Result<CommnodeArgs, Failure> {
 }
 
 fn key() -> Result<SessionKey, Failure> {
-    SessionKey::from_env().map_err(|e| Failure::new(Exit::BadInput, e))
+    Ok(SessionKey::from_env()?)
 }
 
 pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {

@@ -3,21 +3,21 @@
 
 use super::App;
 use crate::search::{Query, Search};
-use crate::view::Display;
+use crate::view::{BadRegex, Display};
 use regex::RegexBuilder;
 use strata_filters::taskset::format_set_shortened;
 use strata_filters::{NodeId, RankSet};
 
 impl App {
     /// The nodes a query finds in the current display, in display order.
-    pub(super) fn hits_of(&self, query: &Query) -> Result<Vec<NodeId>, String> {
+    pub(super) fn hits_of(&self, query: &Query) -> Result<Vec<NodeId>, BadRegex> {
         let d = &self.display;
         Ok(match query {
             Query::Text(text) => {
                 let re = RegexBuilder::new(text)
                     .case_insensitive(true)
                     .build()
-                    .map_err(|e| format!("bad regex '{text}': {e}"))?;
+                    .map_err(|e| BadRegex::new(text, e))?;
                 d.order
                     .iter()
                     .copied()
@@ -49,7 +49,7 @@ impl App {
         let query = Query::Text(text.clone());
         let hits = match self.hits_of(&query) {
             Ok(h) => h,
-            Err(e) => return self.error(e),
+            Err(e) => return self.error(e.to_string()),
         };
         if hits.is_empty() {
             self.search = None;
