@@ -4,6 +4,11 @@
 //! (`pbsdsh`, or `mpiexec` of PBS Pro into the job) and LSF (`blaunch`) fit the same
 //! [`Launcher`] trait: look the job up, start one daemon per node in one launch, let each
 //! daemon derive its index from the node's rank in the launch. Not built.
+//!
+//! Design constraints: one launch per tree level, never one per daemon (sequential launch
+//! grows linearly with the job); the session key reaches the launched processes out of
+//! band (the environment), never on a command line; a launch that fails is an error the
+//! front end can name, and whatever was started is reaped.
 
 use std::net::SocketAddr;
 use std::ops::Range;

@@ -3,9 +3,13 @@
 //! Messages are protobuf (prost) structs declared in Rust, and the gRPC service is
 //! generated from a description in `build.rs`, so building strata needs no `protoc`.
 //! [`overlay`] holds the tree network's messages, [`auth`] the session handshake,
-//! [`service`] the generated `Overlay` client and server. Field numbers are the compatibility contract: never reuse or renumber one.
-//! Everything here is untrusted input when it arrives: the receiving side validates it
-//! (see `strata_filters::wire`) and bounds its size before decoding.
+//! [`link`] a child's end of a link, [`sampling`] the sampling settings with the one home of
+//! their defaults and bounds, [`service`] the generated `Overlay` client and server.
+//!
+//! Design constraints: field numbers are the compatibility contract: never reuse or
+//! renumber one. Everything here is untrusted input when it arrives: the receiving side
+//! validates it (see `strata_filters::wire`) and bounds its size before decoding. No
+//! ptrace, no terminal, no analysis: this crate only carries and authenticates.
 
 /// Version of the messages in this crate; a peer with another major version is refused.
 /// Re-exported so users of the messages need no direct prost dependency.
