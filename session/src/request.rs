@@ -17,6 +17,23 @@ pub enum JobTarget {
     Launcher(i32),
 }
 
+impl JobTarget {
+    /// The target a command line names: a job id (with its `--step`), else a launcher, else
+    /// the pids. The command line allows only one of the three; a job id wins regardless.
+    pub fn chosen(
+        job: Option<String>,
+        step: Option<u32>,
+        launcher_pid: Option<i32>,
+        pids: Vec<i32>,
+    ) -> JobTarget {
+        match (job, launcher_pid) {
+            (Some(id), _) => JobTarget::Job { id, step },
+            (None, Some(pid)) => JobTarget::Launcher(pid),
+            (None, None) => JobTarget::Pids(pids),
+        }
+    }
+}
+
 /// Who starts the daemons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResourceManager {
@@ -85,5 +102,30 @@ impl AttachRequest {
             JobTarget::Launcher(pid) => Some(pid),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_id_wins_then_a_launcher_then_the_pids() {
+        let job = Some("4711.0".to_string());
+        assert_eq!(
+            JobTarget::chosen(job, Some(2), Some(9), vec![1]),
+            JobTarget::Job {
+                id: "4711.0".into(),
+                step: Some(2)
+            }
+        );
+        assert_eq!(
+            JobTarget::chosen(None, None, Some(9), vec![1]),
+            JobTarget::Launcher(9)
+        );
+        assert_eq!(
+            JobTarget::chosen(None, None, None, vec![1, 2]),
+            JobTarget::Pids(vec![1, 2])
+        );
     }
 }

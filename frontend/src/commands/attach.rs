@@ -31,16 +31,8 @@ pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
 
 /// The job's side of `strata attach`'s options: what to attach to and how to sample.
 pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
-    let target = match (args.job, args.launcher_pid) {
-        (Some(id), _) => JobTarget::Job {
-            id,
-            step: args.step,
-        },
-        (None, Some(pid)) => JobTarget::Launcher(pid),
-        (None, None) => JobTarget::Pids(args.pids),
-    };
     let req = AttachRequest {
-        target,
+        target: JobTarget::chosen(args.job, args.step, args.launcher_pid, args.pids),
         rm: args.rm.map(Into::into),
         sampling: Sampling {
             samples: args.samples,

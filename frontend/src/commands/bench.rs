@@ -166,7 +166,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         .collect();
     drop(runtime);
     launcher.reap(Duration::from_secs(10));
-    let gathered = match outcome.map_err(|e| Failure::internal(e.0))? {
+    let gathered = match outcome? {
         Outcome::Done(g) => g,
         Outcome::Interrupted(_) => return Ok(Exit::Interrupted),
     };

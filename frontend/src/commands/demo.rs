@@ -29,7 +29,7 @@ const STUCK_RANK: u32 = 1;
 pub fn run(args: DemoArgs) -> Result<Exit, Failure> {
     let n = args.ranks;
     let exe = std::env::current_exe()
-        .map_err(|e| Failure::new(Exit::Internal, format!("cannot find strata's binary: {e}")))?;
+        .map_err(|e| Failure::internal(format!("cannot find strata's binary: {e}")))?;
     let job = Job::start(&exe, n)?;
     eprintln!(
         "strata: demo job of {n} ranks (pids {}) hung: rank {STUCK_RANK} never sends its token",
@@ -75,9 +75,7 @@ struct Job {
 
 impl Job {
     fn start(exe: &std::path::Path, n: u32) -> Result<Job, Failure> {
-        let io = |e: std::io::Error| {
-            Failure::new(Exit::Internal, format!("cannot start the demo job: {e}"))
-        };
+        let io = |e: std::io::Error| Failure::internal(format!("cannot start the demo job: {e}"));
         // pipes[i]: rank i writes, rank i+1 reads.
         let mut pipes: Vec<(Option<OwnedFd>, Option<OwnedFd>)> = (0..n)
             .map(|_| {

@@ -56,7 +56,7 @@ pub fn daemon(args: DaemonArgs) -> Result<Exit, Failure> {
     };
     strata_session::gather::runtime()?
         .block_on(strata_daemon::agent::run(place, key))
-        .map_err(|e| Failure::new(Exit::Internal, format!("daemon {index}: {e}")))?;
+        .map_err(|e| Failure::internal(format!("daemon {index}: {e}")))?;
     Ok(Exit::Complete)
 }
 
@@ -97,6 +97,6 @@ pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
             use std::io::Write;
             let _ = std::io::stdout().flush();
         }))
-        .map_err(|e| Failure::new(Exit::Internal, format!("commnode {index}: {e}")))?;
+        .map_err(|e| Failure::internal(format!("commnode {index}: {e}")))?;
     Ok(Exit::Complete)
 }

@@ -34,14 +34,12 @@ use strata_watch::{
 /// The attach the watch's tree is built from: the job, its sample count, and the 100 ms
 /// interval of a snapshot.
 fn attach_request(args: &WatchArgs) -> AttachRequest {
-    let target = match (&args.job, args.launcher_pid) {
-        (Some(id), _) => JobTarget::Job {
-            id: id.clone(),
-            step: args.step,
-        },
-        (None, Some(pid)) => JobTarget::Launcher(pid),
-        (None, None) => JobTarget::Pids(args.pids.clone()),
-    };
+    let target = JobTarget::chosen(
+        args.job.clone(),
+        args.step,
+        args.launcher_pid,
+        args.pids.clone(),
+    );
     AttachRequest {
         rm: args.rm.map(Into::into),
         sampling: Sampling {
@@ -255,7 +253,7 @@ impl Watch<'_> {
             monitor.sampled();
             let observation = detector
                 .observe(s)
-                .map_err(|e| Failure::new(Exit::Internal, format!("S_out {}", e.0)))?;
+                .map_err(|e| Failure::internal(format!("S_out {}", e.0)))?;
             if let Some(to) = observation.doubled_to {
                 self.say(&format!(
                     "samples not random: interval doubled to {} ms",
