@@ -317,6 +317,9 @@ impl Capturer {
                         // Short polling sleeps should be short: the default 50 us timer
                         // slack would add itself to every stop.
                         let _ = nix::sys::prctl::set_timerslack(1000);
+                        // Between an interrupt and its stop report, a capture thread starved
+                        // by spinning ranks would keep them stopped past the deadline.
+                        strata_launcher::priority::raise_current_thread();
                         WorkerState::default().run(rx)
                     })
                     .expect("spawning a capture thread");

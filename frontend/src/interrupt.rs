@@ -22,6 +22,8 @@ pub fn watch() -> std::io::Result<mpsc::Receiver<Signal>> {
     std::thread::Builder::new()
         .name("strata-signals".into())
         .spawn(move || {
+            // Ctrl-C is seen at once even when spinning ranks take every core.
+            strata_launcher::priority::raise_current_thread();
             while let Ok(sig) = set.wait() {
                 if tx.send(sig).is_err() {
                     break;

@@ -7,6 +7,9 @@ use strata_frontend::cli::Cli;
 use strata_frontend::commands::run;
 
 fn main() -> ExitCode {
+    // Before anything else: on a node whose cores spinning ranks take, a strata process at
+    // the normal policy can wait seconds for a core (see `strata_launcher::priority`).
+    strata_launcher::priority::raise_current_thread();
     let cli = Cli::parse();
     match run(cli) {
         Ok(exit) => ExitCode::from(exit.code()),

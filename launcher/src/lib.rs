@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::ops::Range;
 
 pub mod local;
+pub mod priority;
 pub mod slurm;
 pub mod topology;
 

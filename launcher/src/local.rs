@@ -40,6 +40,7 @@ impl LocalLauncher {
             .env(crate::ROLE_ENV, role)
             .stdin(Stdio::null())
             .process_group(0);
+        crate::priority::start_raised(&mut c);
         c
     }
 

@@ -230,8 +230,14 @@ pub fn serial(
 /// The async runtime of every networked role (front end, commnode, daemon, emulator): two
 /// workers are plenty for a node's links, and leave the cores to the sampling threads.
 pub fn runtime() -> Result<tokio::runtime::Runtime, AttachError> {
+    // The thread that drives the runtime (`block_on`) and every worker and blocking thread
+    // keep up with spinning ranks: see `strata_launcher::priority`.
+    strata_launcher::priority::raise_current_thread();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .on_thread_start(|| {
+            strata_launcher::priority::raise_current_thread();
+        })
         .enable_all()
         .build()
         .map_err(|e| AttachError::Internal(format!("cannot start the runtime: {e}")))

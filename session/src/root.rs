@@ -222,6 +222,7 @@ impl Session {
             std::thread::Builder::new()
                 .name("strata-interrupt".into())
                 .spawn(move || {
+                    strata_launcher::priority::raise_current_thread();
                     if let Ok(sig) = signals.recv() {
                         *interrupted.lock().expect("not poisoned") = Some(sig);
                         urgent.send(&shutdown_command());

@@ -25,7 +25,24 @@ impl MpiJob {
 
     /// [`MpiJob::start`] with arguments for the program.
     pub fn start_with_args(exe: &std::path::Path, np: usize, args: &[&str]) -> MpiJob {
-        let mut mpirun = Command::new("mpirun")
+        let mut mpirun = Command::new("mpirun");
+        mpirun.process_group(0);
+        MpiJob::launch(mpirun, exe, np, args)
+    }
+
+    /// [`MpiJob::start`] in a session of its own, as a job started from a batch script or
+    /// another terminal is: the kernel then schedules its ranks as a group apart from the
+    /// test's processes and strata's (`sched_autogroup`), which is how spinning ranks
+    /// starved strata. mpirun is still the process group's leader.
+    pub fn start_in_own_session(exe: &std::path::Path, np: usize) -> MpiJob {
+        // setsid(1) execs mpirun in place (it is not a group leader yet): same pid.
+        let mut setsid = Command::new("setsid");
+        setsid.arg("mpirun");
+        MpiJob::launch(setsid, exe, np, &[])
+    }
+
+    fn launch(mut mpirun: Command, exe: &std::path::Path, np: usize, args: &[&str]) -> MpiJob {
+        let mut mpirun = mpirun
             .args(["--oversubscribe", "-np", &np.to_string()])
             .arg(exe)
             .args(args)
@@ -37,7 +54,6 @@ impl MpiJob {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .process_group(0)
             .spawn()
             .expect("mpirun (openmpi-bin) is needed by this test");
         let out = BufReader::new(mpirun.stdout.take().unwrap());
