@@ -94,7 +94,10 @@ pub struct ThreadInfo {
 pub enum ThreadError {
     #[error("thread exited during the capture")]
     Exited,
-    #[error("thread did not stop within {0:?} (state {1}, uninterruptible kernel wait?)")]
+    /// The state is the one `/proc` gave when the deadline passed: `D` is an uninterruptible
+    /// kernel wait, anything else a thread that did not get to stop in time (a loaded
+    /// machine).
+    #[error("thread did not stop within {0:?} (state {1} when the deadline passed)")]
     DidNotStop(Duration, char),
     #[error("cannot read registers: {0}")]
     Registers(Errno),
@@ -160,6 +163,10 @@ pub enum CaptureError {
         tracer: Pid,
         tracer_comm: String,
     },
+    #[error(
+        "process {pid} is being sampled by another strata session (pid {tracer}) that did not let it go in time: wait for that session to end, or end it"
+    )]
+    HeldByStrata { pid: Pid, tracer: Pid },
     #[error("process {pid} belongs to uid {owner}, not to you (uid {me}): run strata as its owner")]
     OtherUser { pid: Pid, owner: u32, me: u32 },
     #[error(
@@ -671,6 +678,14 @@ impl WorkerState {
         let mut traced: Vec<(Traced, Result<bool, ThreadError>)> = Vec::new(); // Ok(group_stopped)
         let mut failed: Vec<(Pid, ThreadError)> = Vec::new();
         let mut first_interrupt: Option<Instant> = None;
+        // A thread of this task that an earlier capture seized and interrupted but that did
+        // not stop in time is still this worker's tracee: the kernel refuses to seize it
+        // again (EPERM, which would blame strata's own daemon as "another debugger"). Its
+        // interrupt still stands, so it is waited for again instead.
+        self.poll_lingering();
+        // One deadline for the whole task, over every round: a capture never waits on a
+        // thread longer than this.
+        let deadline = Instant::now() + options.stop_timeout;
 
         for round in 0..options.max_thread_rounds.max(1) {
             let tids = match procfs::threads(pid) {
@@ -690,8 +705,14 @@ impl WorkerState {
             }
             // Seize all, then interrupt all, then wait: the threads stop together.
             let mut seized = Vec::with_capacity(new.len());
+            let mut waiting = Vec::with_capacity(new.len());
             for &tid in &new {
-                match ptrace::seize(NixPid::from_raw(tid), ptrace::Options::empty()) {
+                if let Some(at) = self.lingering.iter().position(|t| t.tid == tid) {
+                    self.lingering.swap_remove(at);
+                    waiting.push(tid);
+                    continue;
+                }
+                match seize_within(tid, deadline) {
                     Ok(()) => seized.push(tid),
                     Err(Errno::ESRCH) => failed.push((tid, ThreadError::Exited)),
                     Err(e) if round == 0 && tid == pid && !leader_exited => {
@@ -701,11 +722,10 @@ impl WorkerState {
                     Err(e) => failed.push((tid, ThreadError::Attach(e))),
                 }
             }
-            if round == 0 && seized.is_empty() {
+            if round == 0 && seized.is_empty() && waiting.is_empty() {
                 return Err(diagnose_attach(pid, Errno::ESRCH));
             }
             first_interrupt.get_or_insert_with(Instant::now);
-            let mut waiting = Vec::with_capacity(seized.len());
             for tid in seized {
                 match ptrace::interrupt(NixPid::from_raw(tid)) {
                     // ESRCH: exiting; its exit report is collected below.
@@ -718,7 +738,12 @@ impl WorkerState {
                     }
                 }
             }
-            let deadline = Instant::now() + options.stop_timeout;
+            // Threads found in a later round still get a moment to stop.
+            let deadline = if round > 0 {
+                deadline.max(Instant::now() + Duration::from_millis(1))
+            } else {
+                deadline
+            };
             // Poll with short sleeps, not sched_yield: with spinning targets on every
             // core, a yield hands the core to a spinner for a whole time slice (measured:
             // milliseconds of stop time), while a thread waking from a short sleep is
@@ -754,10 +779,12 @@ impl WorkerState {
                 if now >= deadline {
                     for tid in waiting.drain(..) {
                         let info = infos.get_mut(&tid).expect("listed thread");
+                        // What the kernel says now, not before the stop: only a thread
+                        // it shows in D is in an uninterruptible wait.
+                        let state = procfs::thread_stat(pid, tid).map_or(info.state, |s| s.state);
                         if info.wchan.is_none() {
-                            info.wchan = sleeping_wchan(pid, tid, info.state);
+                            info.wchan = sleeping_wchan(pid, tid, state);
                         }
-                        let state = info.state;
                         failed.push((tid, ThreadError::DidNotStop(options.stop_timeout, state)));
                         self.lingering.push(Traced { tid, signal: 0 });
                     }
@@ -877,6 +904,30 @@ fn sleeping_wchan(pid: Pid, tid: Pid, state: char) -> Option<String> {
     })
 }
 
+/// `PTRACE_SEIZE`, tried again until `deadline` while another strata session's capture
+/// thread traces the thread: such a capture lets go within microseconds (milliseconds on a
+/// loaded machine), so two sessions on one job both get their samples. Any other tracer (a
+/// debugger) is reported at once.
+fn seize_within(tid: Pid, deadline: Instant) -> Result<(), Errno> {
+    loop {
+        match ptrace::seize(NixPid::from_raw(tid), ptrace::Options::empty()) {
+            Err(Errno::EPERM)
+                if Instant::now() < deadline
+                    && procfs::tracer_pid(tid).is_ok_and(|t| t != 0 && is_strata_thread(t)) =>
+            {
+                thread::sleep(Duration::from_micros(200));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether a thread is one of strata's capture threads (or another thread of a `strata`
+/// process): `TracerPid` names the tracing thread.
+fn is_strata_thread(tid: Pid) -> bool {
+    procfs::stat(tid).is_ok_and(|s| s.comm == "strata" || s.comm.starts_with("strata-"))
+}
+
 /// Turns a refused `PTRACE_SEIZE` into an error the user can act on.
 fn diagnose_attach(pid: Pid, errno: Errno) -> CaptureError {
     if errno == Errno::ESRCH {
@@ -914,6 +965,9 @@ fn diagnose_attach(pid: Pid, errno: Errno) -> CaptureError {
             .and_then(|t| t.parse().ok())
             .unwrap_or(tracer_tid);
         let tracer_comm = procfs::stat(tracer).map(|s| s.comm).unwrap_or_default();
+        if is_strata_thread(tracer_tid) {
+            return CaptureError::HeldByStrata { pid, tracer };
+        }
         return CaptureError::AlreadyTraced {
             pid,
             tracer,

@@ -399,8 +399,12 @@ impl Sampler {
     fn thread_frames(&mut self, space: &AddressSpace, thread: &ThreadStack) -> Vec<Arc<Frame>> {
         match &thread.stack {
             Ok(stack) => self.stack_frames(space, stack),
-            Err(ThreadError::DidNotStop(..)) => {
+            // The state /proc gave when the deadline passed: only a D is a kernel wait.
+            Err(ThreadError::DidNotStop(_, 'D')) => {
                 vec![Arc::new(Frame::Special(Special::Uninterruptible))]
+            }
+            Err(ThreadError::DidNotStop(..)) => {
+                vec![Arc::new(Frame::Special(Special::NotStopped))]
             }
             Err(ThreadError::Exited) => vec![Arc::new(Frame::Special(Special::TaskExited))],
             Err(_) => vec![Arc::new(Frame::Special(Special::UnwindError))],

@@ -89,12 +89,17 @@ pub enum Special {
     /// the path.
     Truncated,
     /// The thread sleeps uninterruptibly in the kernel (state D: I/O, a hung file system)
-    /// and cannot be stopped to read its stack; the rank table has its `wchan`.
+    /// and cannot be stopped to read its stack; the rank table has its `wchan`. Shown only
+    /// when `/proc` said D for that thread at that sample.
     Uninterruptible,
+    /// The thread did not stop within the sample's deadline although the kernel did not
+    /// say it sleeps uninterruptibly (a loaded machine, a thread waiting for a core): its
+    /// stack was not read for that sample. Never shown as a kernel state.
+    NotStopped,
 }
 
 impl Special {
-    pub const ALL: [Special; 7] = [
+    pub const ALL: [Special; 8] = [
         Special::TaskExited,
         Special::UnwindError,
         Special::DaemonUnreachable,
@@ -102,6 +107,7 @@ impl Special {
         Special::NotAttached,
         Special::Truncated,
         Special::Uninterruptible,
+        Special::NotStopped,
     ];
 
     /// The label shown in every rendering, e.g. `[task exited]`.
@@ -114,6 +120,7 @@ impl Special {
             Special::NotAttached => "[not attached]",
             Special::Truncated => "[truncated]",
             Special::Uninterruptible => "[uninterruptible sleep]",
+            Special::NotStopped => "[not stopped in time]",
         }
     }
 

@@ -145,6 +145,7 @@ fn special_to_pb(s: Special) -> pb::SpecialFrame {
         Special::NotAttached => pb::SpecialFrame::NotAttached,
         Special::Truncated => pb::SpecialFrame::Truncated,
         Special::Uninterruptible => pb::SpecialFrame::Uninterruptible,
+        Special::NotStopped => pb::SpecialFrame::NotStopped,
     }
 }
 
@@ -169,6 +170,7 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, FrameProblem> {
         Ok(pb::SpecialFrame::NotAttached) => Some(Special::NotAttached),
         Ok(pb::SpecialFrame::Truncated) => Some(Special::Truncated),
         Ok(pb::SpecialFrame::Uninterruptible) => Some(Special::Uninterruptible),
+        Ok(pb::SpecialFrame::NotStopped) => Some(Special::NotStopped),
         Err(_) => return Err(FrameProblem::UnknownSpecial(f.special)),
     };
     if let Some(s) = special {

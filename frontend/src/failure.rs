@@ -119,6 +119,7 @@ pub fn capture_exit(e: &CaptureError) -> Exit {
         | CaptureError::ExitedDuringCapture { .. } => Exit::NotFound,
         CaptureError::KernelThread(_) => Exit::BadInput,
         CaptureError::AlreadyTraced { .. }
+        | CaptureError::HeldByStrata { .. }
         | CaptureError::OtherUser { .. }
         | CaptureError::PtraceScope { .. }
         | CaptureError::PermissionDenied { .. } => Exit::PermissionDenied,

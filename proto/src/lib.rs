@@ -112,4 +112,5 @@ pub enum SpecialFrame {
     NotAttached = 5,
     Truncated = 6,
     Uninterruptible = 7,
+    NotStopped = 8,
 }
