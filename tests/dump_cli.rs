@@ -154,14 +154,16 @@ fn kill_9_during_captures_never_leaves_a_target_stopped() {
     assert_free(t.pid());
 }
 
+/// A process another strata holds (`dump --hold`) past the capture's deadline: refused,
+/// naming that strata session and its pid (not "a debugger").
 #[test]
-fn process_already_traced_is_refused_with_the_tracer_named() {
+fn process_held_by_another_strata_is_refused_with_the_session_named() {
     let t = blocked_target(0);
     let mut holder = hold_in_background(&t, Stdio::null());
     let (code, _, err) = parts(&strata(&["dump", &t.pid().to_string()]));
     assert_eq!(code, 6, "{err}");
     assert!(
-        err.contains("already traced") && err.contains(&holder.id().to_string()),
+        err.contains("another strata session") && err.contains(&holder.id().to_string()),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

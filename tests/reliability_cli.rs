@@ -71,3 +71,162 @@ fn finalize_beside_a_deadlock_loses_no_daemon() {
         }
     }
 }
+
+/// A `sleep` to attach to, killed on drop.
+struct Sleeper(std::process::Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .spawn()
+                .expect("sleep runs"),
+        )
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The pid of a process that has exited and been reaped.
+fn dead_pid() -> String {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    child.id().to_string()
+}
+
+/// `--pids LIVE,DEAD` used to drop the dead pid silently and report "1 of 1 ranks", exit 0.
+/// Every named pid is a rank: the dead one is named, counted and missing (exit 4).
+#[test]
+fn a_dead_pid_among_pids_is_named_and_counted() {
+    let live = Sleeper::start();
+    let dead = dead_pid();
+    let pids = format!("{},{dead}", live.pid());
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pids,
+        "-n",
+        "2",
+        "--no-files",
+    ]));
+    assert_eq!(
+        code, 4,
+        "a missing rank makes the result partial:\n{out}\n{err}"
+    );
+    assert!(out.contains("1 of 2 ranks"), "{out}");
+    assert!(out.contains("missing ranks [1]"), "{out}");
+    assert!(
+        err.contains(&format!("pid {dead}: no such process")),
+        "the dead pid is named:\n{err}"
+    );
+    assert_free(live.0.id() as i32);
+}
+
+/// A process id is a positive number: 0 and negative numbers (process groups to kill(2))
+/// used to exit 5 after a lookup, or earn clap's tip to write `-- -5`. Now one usage error
+/// naming the value, exit 2; likewise a negative interval.
+#[test]
+fn pids_that_are_not_process_ids_are_usage_errors() {
+    let cases: [&[&str]; 6] = [
+        &["attach", "--pids", "-5"],
+        &["attach", "--pids", "0"],
+        &["attach", "--launcher-pid", "-1"],
+        &["attach", "--launcher-pid", "0"],
+        &["dump", "0"],
+        &["attach", "--pids", "1", "--interval", "-1s"],
+    ];
+    for args in cases {
+        let (code, out, err) = parts(&strata(args));
+        assert_eq!(code, 2, "{args:?}:\n{out}\n{err}");
+        let first = err.lines().next().unwrap_or("");
+        let value = args.last().unwrap();
+        assert!(
+            first.starts_with("error:") && first.contains(value),
+            "{args:?}: the first line names the value:\n{err}"
+        );
+        assert!(!err.contains("tip:"), "{args:?}: no misleading tip:\n{err}");
+    }
+}
+
+/// `--launcher-pid 1` as root took every MPI rank on the machine as the job's. A launcher
+/// must be a known MPI launcher, or the user says `--any-launcher`.
+#[test]
+fn a_launcher_pid_that_is_no_launcher_is_refused() {
+    let (code, out, err) = parts(&strata(&["attach", "--launcher-pid", "1", "--no-files"]));
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("is not a known MPI launcher"), "{err}");
+    assert!(err.contains("--any-launcher"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    // With --any-launcher the process is taken as the launcher (a sleep has no ranks).
+    let sleeper = Sleeper::start();
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &sleeper.pid(),
+        "--any-launcher",
+        "--no-files",
+    ]));
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(!err.contains("not a known MPI launcher"), "{err}");
+    assert!(
+        err.contains("no rank process among its descendants"),
+        "{err}"
+    );
+}
+
+/// `--rank 9999` on a one-rank job exited 0, and `--json --rank 0` appended the stacks to
+/// the JSON on stdout. A rank the job lacks is a usage error (the result is still shown),
+/// and with --json stdout stays one JSON document (the stacks go to stderr).
+#[test]
+fn rank_outside_the_job_is_refused_and_json_stays_one_document() {
+    let sleeper = Sleeper::start();
+    let pid = sleeper.pid();
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pid,
+        "-n",
+        "1",
+        "--no-files",
+        "--rank",
+        "9999",
+    ]));
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("rank 9999: not a rank of this job"), "{err}");
+    assert!(
+        out.contains("1 equivalence class"),
+        "the result is still shown:\n{out}"
+    );
+
+    let (code, out, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pid,
+        "-n",
+        "1",
+        "--no-files",
+        "--json",
+        "--rank",
+        "0",
+    ]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let parsed: Result<serde_json::Value, _> = serde_json::from_str(&out);
+    assert!(
+        parsed.is_ok(),
+        "stdout is one JSON document: {parsed:?}\n{out}"
+    );
+    assert!(
+        err.contains(&format!("Process {pid}")),
+        "the stacks on stderr:\n{err}"
+    );
+}

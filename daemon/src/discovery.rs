@@ -262,6 +262,29 @@ struct Found {
     hint: String,
 }
 
+/// The programs that start MPI ranks, by the name the kernel gives their process (`comm`):
+/// Open MPI 4 (`mpirun`, `orterun`, and the `orted` of each node), Open MPI 5 (`prterun`,
+/// `prte`, `prted`), MPICH and Intel MPI's hydra (`mpiexec`, `mpiexec.hydra`, the
+/// `hydra_pmi_proxy` of each node), Slurm (`srun`, `slurmstepd`). Names starting with
+/// `mpirun` or `mpiexec` count too (`mpirun.openmpi`, `mpiexec.mpich`).
+pub const KNOWN_LAUNCHERS: [&str; 10] = [
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "orted",
+    "prterun",
+    "prte",
+    "prted",
+    "hydra_pmi_proxy",
+    "srun",
+    "slurmstepd",
+];
+
+/// Whether a process of this name starts MPI ranks (see [`KNOWN_LAUNCHERS`]).
+pub fn is_known_launcher(comm: &str) -> bool {
+    KNOWN_LAUNCHERS.contains(&comm) || comm.starts_with("mpirun") || comm.starts_with("mpiexec")
+}
+
 /// The rank and where it came from, by precedence. `SLURM_PROCID` counts only for a task of
 /// an srun-launched step (it has `SLURM_STEP_ID`): under mpirun it is the orted's, and the
 /// rank variables Open MPI sets take precedence anyway.
@@ -419,7 +442,9 @@ fn serial(pids: &[Pid], opts: &Options, me: Pid) -> Found {
             rank_source: RankSource::Order,
             exe,
             start_time: stat.start_time,
-            job_size: None,
+            // Every pid the user named is a rank, found or not: one that is gone is counted
+            // (and named as missing), never silently dropped from the job.
+            job_size: Some(pids.len() as u32),
         });
     }
     d.problems.sort_by_key(|p| p.pid);

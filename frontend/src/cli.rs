@@ -90,17 +90,21 @@ pub struct AttachArgs {
     #[arg(long, value_name = "STEP", requires = "job")]
     pub step: Option<u32>,
     /// The ranks' process ids on this host, in rank order (rank i is the i-th pid).
-    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "PID,...", allow_negative_numbers = true, value_parser = parse_pid)]
     pub pids: Vec<i32>,
     /// A launcher on this host (mpirun, prterun, mpiexec, srun): its descendants that
     /// carry an MPI rank in their environment are the ranks.
-    #[arg(long, value_name = "PID")]
+    #[arg(long, value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
     pub launcher_pid: Option<i32>,
+    /// Accept a --launcher-pid that is not a known MPI launcher (mpirun, mpiexec, prterun,
+    /// orted, hydra_pmi_proxy, srun, ...): its descendants with an MPI rank are the ranks.
+    #[arg(long, requires = "launcher_pid")]
+    pub any_launcher: bool,
     /// Number of samples.
     #[arg(short = 'n', long, default_value_t = Sampling::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(1..=Sampling::MAX_SAMPLES as i64))]
     pub samples: u32,
     /// Time between samples (`100ms`, `0.5s`, `2s`), varied by up to 20% at random.
-    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration)]
+    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration, allow_hyphen_values = true)]
     pub interval: std::time::Duration,
     /// Sample every thread (by default the main thread of each rank).
     #[arg(long)]
@@ -169,7 +173,7 @@ pub struct DemoArgs {
     #[arg(short = 'n', long, default_value_t = Sampling::DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(1..=Sampling::MAX_SAMPLES as i64))]
     pub samples: u32,
     /// Time between samples.
-    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration)]
+    #[arg(long, default_value = Sampling::DEFAULT_INTERVAL_TEXT, value_parser = parse_duration, allow_hyphen_values = true)]
     pub interval: std::time::Duration,
     /// Also print these ranks' full stacks.
     #[arg(long, value_delimiter = ',', value_name = "R,...")]
@@ -200,6 +204,16 @@ pub struct DemoRankArgs {
     pub rank: u32,
 }
 
+/// A process id: a positive number. 0 and negative numbers name process groups in
+/// `kill(2)`, never one process, so they are refused as a usage error.
+pub(crate) fn parse_pid(text: &str) -> Result<i32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(p) if p > 0 && p <= i64::from(i32::MAX) => Ok(p as i32),
+        Ok(_) => Err(format!("{text} is not a process id (a positive number)")),
+        Err(_) => Err(format!("'{text}' is not a process id (a positive number)")),
+    }
+}
+
 /// `100ms`, `1.5s`, `2` (seconds).
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
@@ -226,7 +240,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
     /// Process ids (several, or comma-separated).
-    #[arg(required = true, value_delimiter = ',', value_name = "PID")]
+    #[arg(required = true, value_delimiter = ',', value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
     pub pids: Vec<i32>,
     /// Keep the processes stopped for this many seconds after the capture (so that other
     /// tools read the same moment); Ctrl-C releases them earlier.
@@ -531,18 +545,22 @@ pub struct WatchArgs {
     #[arg(long, value_name = "STEP", requires = "job")]
     pub step: Option<u32>,
     /// The ranks of a job on this host: the launcher (mpirun) ...
-    #[arg(long, value_name = "PID")]
+    #[arg(long, value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
     pub launcher_pid: Option<i32>,
     /// ... or the rank processes themselves, in rank order.
-    #[arg(long, value_delimiter = ',', value_name = "PID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "PID,...", allow_negative_numbers = true, value_parser = parse_pid)]
     pub pids: Vec<i32>,
+    /// Accept a --launcher-pid that is not a known MPI launcher (mpirun, mpiexec, prterun,
+    /// orted, hydra_pmi_proxy, srun, ...): its descendants with an MPI rank are the ranks.
+    #[arg(long, requires = "launcher_pid")]
+    pub any_launcher: bool,
     /// Ranks monitored between alarms (ParaStack's random subset; another set is swapped in
     /// every 30 samples).
     #[arg(long, default_value_t = MonitorSet::DEFAULT_SIZE as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub monitor: u32,
     /// The first sampling interval I (gaps are uniform in [I/2, 3I/2]; doubled while the
     /// samples are not random).
-    #[arg(long, default_value = "400ms", value_parser = crate::cli::parse_duration)]
+    #[arg(long, default_value = "400ms", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
     pub interval: Duration,
     /// Significance of the hang test: a streak of k suspicious samples is a hang when
     /// q^k <= alpha.

@@ -52,6 +52,19 @@ pub fn where_to_attach(req: &AttachRequest) -> Result<Place, AttachError> {
         if req.rm == Some(ResourceManager::Slurm) {
             return bad("--rm slurm needs a job id: strata attach JOBID");
         }
+        if let JobTarget::Launcher(pid) = req.target
+            && !req.any_launcher
+            && let Ok(stat) = strata_daemon::procfs::stat(pid)
+            && !strata_daemon::discovery::is_known_launcher(&stat.comm)
+        {
+            // A launcher that does not exist is the daemon's finding (it names it).
+            return Err(AttachError::Usage(format!(
+                "pid {pid} ({}) is not a known MPI launcher ({}): give the launcher's pid, or \
+                 add --any-launcher to take the ranks below any process",
+                stat.comm,
+                strata_daemon::discovery::KNOWN_LAUNCHERS.join(", ")
+            )));
+        }
         return Ok(Place::Local);
     };
     if req.rm == Some(ResourceManager::Local) {

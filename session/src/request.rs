@@ -77,6 +77,10 @@ pub struct AttachRequest {
     pub loop_variables: bool,
     /// Where the job's sources live, for the loop-order variables.
     pub source_dirs: Vec<PathBuf>,
+    /// Take the ranks below a launcher pid whatever program it runs (`--any-launcher`):
+    /// else it must be a known MPI launcher, so that `--launcher-pid 1` does not sample
+    /// every MPI rank on the machine.
+    pub any_launcher: bool,
 }
 
 impl AttachRequest {
@@ -93,6 +97,7 @@ impl AttachRequest {
             variables: Vec::new(),
             loop_variables: false,
             source_dirs: Vec::new(),
+            any_launcher: false,
         }
     }
 

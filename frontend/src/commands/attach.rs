@@ -52,6 +52,7 @@ pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
         variables: args.var,
         loop_variables: args.show.progress,
         source_dirs: args.show.source_dir.clone(),
+        any_launcher: args.any_launcher,
     };
     let shown = Presentation {
         json: args.json,
@@ -182,7 +183,8 @@ pub fn run_request(
     }
     let rendered = t.elapsed();
     hints(&assembled, req.sampling.threads);
-    print_stacks(&req.stacks_of, &gathered.stacks, &assembled)?;
+    // With --json, stdout stays one JSON document: the stacks go to stderr.
+    let unknown_rank = print_stacks(&req.stacks_of, &gathered.stacks, &assembled, !args.json)?;
     if !args.no_files {
         let dir = args
             .output
@@ -204,28 +206,46 @@ pub fn run_request(
         );
     }
     let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
-    Ok(if assembled.result.meta.missing.is_empty() && !troubled {
+    Ok(if unknown_rank {
+        // The result is shown and kept, but the user asked for a rank the job lacks.
+        Exit::BadInput
+    } else if assembled.result.meta.missing.is_empty() && !troubled {
         Exit::Complete
     } else {
         Exit::Partial
     })
 }
 
-/// `--rank`: each chosen rank's full stacks, in the order asked.
-fn print_stacks(wanted: &[u32], stacks: &StacksReply, a: &Assembled) -> Result<(), Failure> {
+/// `--rank`: each chosen rank's full stacks, in the order asked, on stdout (else stderr).
+/// True when a chosen rank is not a rank of the job.
+fn print_stacks(
+    wanted: &[u32],
+    stacks: &StacksReply,
+    a: &Assembled,
+    on_stdout: bool,
+) -> Result<bool, Failure> {
+    let mut unknown = false;
     for &r in wanted {
         match stacks.ranks.iter().find(|s| s.rank == r) {
             Some(s) => match &s.error {
-                None => write_stdout(&format!("\n{}", s.text))?,
+                None if on_stdout => write_stdout(&format!("\n{}", s.text))?,
+                None => eprint!("\n{}", s.text),
                 Some(e) => eprintln!("strata: rank {r}: {e}"),
             },
             None if a.notes.iter().any(|(rank, _)| *rank == r) => {
                 eprintln!("strata: rank {r}: its daemon sent no stacks")
             }
-            None => eprintln!("strata: rank {r}: not a rank of this job"),
+            None => {
+                unknown = true;
+                let size = a.result.meta.job_size;
+                eprintln!(
+                    "strata: rank {r}: not a rank of this job (its {size} ranks are 0-{})",
+                    size.saturating_sub(1)
+                );
+            }
         }
     }
-    Ok(())
+    Ok(unknown)
 }
 
 /// One line per thing the user should know: ranks that could not be sampled, ranks whose

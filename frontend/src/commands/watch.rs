@@ -52,6 +52,7 @@ fn attach_request(args: &WatchArgs) -> AttachRequest {
             fanout: args.fanout,
             ..TreeShape::default()
         },
+        any_launcher: args.any_launcher,
         ..AttachRequest::new(target)
     }
 }
