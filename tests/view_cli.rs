@@ -159,3 +159,42 @@ fn partial_results_exit_4_and_name_the_missing_ranks() {
         "{out}"
     );
 }
+
+/// A result file whose trees contradict themselves used to be shown with exit 0 (a child
+/// with ranks its parent lacks, "0 of 8 ranks"): refused with exit 2 and one line naming the
+/// first inconsistency.
+#[test]
+fn inconsistent_result_files_are_refused_naming_the_first_inconsistency() {
+    let good: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(example()).unwrap()).expect("the example parses");
+    let with_node = |tree: &str, id: usize, ranks: &str, count: u64| {
+        let mut v = good.clone();
+        let node = &mut v["trees"][tree]["nodes"][id];
+        node["ranks"] = ranks.into();
+        node["count"] = count.into();
+        v.to_string()
+    };
+    // Node 5 of the 3D tree (PMPI_Barrier, ranks 0,3-7) claims every rank; its parent
+    // (main) has only 0,3-7.
+    let (c, e, p) = view_bad(&with_node("3d", 5, "0-7", 8));
+    assert_one_line_error(
+        c,
+        &e,
+        &p,
+        "3d tree node 5: ranks 1-2 are not in its parent's",
+    );
+    // A frame no rank took.
+    let (c, e, p) = view_bad(&with_node("2d", 5, "", 0));
+    assert_one_line_error(c, &e, &p, "2d tree node 5: no rank took this frame");
+    // No rank at all in the trees, and none said to be missing: "0 of 8 ranks".
+    let mut empty = good.clone();
+    for tree in ["2d", "3d"] {
+        let nodes = empty["trees"][tree]["nodes"].as_array_mut().unwrap();
+        nodes.truncate(1);
+        nodes[0]["ranks"] = "".into();
+        nodes[0]["count"] = 0.into();
+    }
+    empty["classes"] = serde_json::json!([]);
+    let (c, e, p) = view_bad(&empty.to_string());
+    assert_one_line_error(c, &e, &p, "hold none of the job's 8 ranks");
+}

@@ -368,6 +368,20 @@ fn tree_from_file(t: TreeFile, job_size: u32, which: &str) -> Result<PrefixTree<
                         "{which} tree node {id}: parent {p} must come before it"
                     ));
                 }
+                // A path's ranks took every frame above it: a node holds no rank its parent
+                // lacks, and a node no rank took would not exist.
+                if ranks.is_empty() {
+                    return Err(format!("{which} tree node {id}: no rank took this frame"));
+                }
+                let above = &tree.node(NodeId(p)).tasks;
+                if !ranks.is_subset(above) {
+                    let extra: RankSet = &ranks - above;
+                    return Err(format!(
+                        "{which} tree node {id}: ranks {} are not in its parent's (node {p}: '{}')",
+                        format_set(&extra),
+                        format_set(above)
+                    ));
+                }
                 let frame =
                     frame_from_file(f).map_err(|e| format!("{which} tree node {id}: {e}"))?;
                 let fid = tree.intern(&frame);
@@ -479,6 +493,13 @@ impl StrataResult {
         }
         let tree_2d = tree_from_file(file.trees.two_d, size, "2d").map_err(err)?;
         let tree_3d = tree_from_file(file.trees.three_d, size, "3d").map_err(err)?;
+        // Every rank of the job is in the tree, under a special frame if it could not be
+        // sampled, unless the result says why it is missing.
+        if size > 0 && tree_3d.node(NodeId::ROOT).tasks.is_empty() && file.meta.missing.is_empty() {
+            return Err(err(format!(
+                "the trees hold none of the job's {size} ranks, and no rank is listed as missing"
+            )));
+        }
         Ok(StrataResult {
             meta: file.meta,
             tree_2d,
