@@ -706,10 +706,15 @@ impl WorkerState {
             // Seize all, then interrupt all, then wait: the threads stop together.
             let mut seized = Vec::with_capacity(new.len());
             let mut waiting = Vec::with_capacity(new.len());
+            // Threads still lingering had no core since their last deadline: they are
+            // waited for only as long as fresh threads are, so that a starved thread costs
+            // one deadline, not one per sample.
+            let mut still_lingering = Vec::new();
             for &tid in &new {
                 if let Some(at) = self.lingering.iter().position(|t| t.tid == tid) {
                     self.lingering.swap_remove(at);
                     waiting.push(tid);
+                    still_lingering.push(tid);
                     continue;
                 }
                 match seize_within(tid, deadline) {
@@ -776,7 +781,8 @@ impl WorkerState {
                     break;
                 }
                 let now = Instant::now();
-                if now >= deadline {
+                let only_lingering = waiting.iter().all(|t| still_lingering.contains(t));
+                if now >= deadline || only_lingering {
                     for tid in waiting.drain(..) {
                         let info = infos.get_mut(&tid).expect("listed thread");
                         // What the kernel says now, not before the stop: only a thread

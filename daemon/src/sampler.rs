@@ -198,6 +198,9 @@ impl Sampler {
         let mut tree_3d: PrefixTree<TaskRuns> = PrefixTree::new(n, 0);
         // Per task, the paths of its latest sample (one per thread sampled): the 2D tree.
         let mut latest: Vec<Vec<ThreadPath>> = vec![Vec::new(); tasks.len()];
+        // Threads that did not stop in time in some sample are shown by their samples that
+        // did; only a thread never seen stopped is shown as such (see `NotStoppedSamples`).
+        let mut not_stopped = NotStoppedSamples::default();
         let mut last: Vec<Option<LastStacks>> = vec![None; tasks.len()];
         let started = SystemTime::now();
         let mut rng = Jitter::seeded();
@@ -256,8 +259,11 @@ impl Sampler {
                         vec![(None, vec![Arc::new(Frame::Special(special))])]
                     }
                 };
+                let paths = not_stopped.filter(task, paths, &latest[i]);
                 for (thread, path) in &paths {
-                    add_path(&mut tree_3d, path, task, *thread);
+                    if !is_not_stopped(path) {
+                        add_path(&mut tree_3d, path, task, *thread);
+                    }
                 }
                 latest[i] = paths;
             }
@@ -265,6 +271,9 @@ impl Sampler {
             progress(taken);
         }
 
+        for (task, thread, path) in not_stopped.never_stopped() {
+            add_path(&mut tree_3d, &path, task, thread);
+        }
         let thread_space = threads.list.len() as u32;
         let mut tree_2d: PrefixTree<TaskRuns> =
             PrefixTree::new(n, if options.threads { thread_space } else { 0 });
@@ -528,6 +537,63 @@ fn without_stack_copies(mut capture: TaskCapture) -> TaskCapture {
     capture
 }
 
+/// A path that says the thread did not stop within the sample's deadline.
+fn is_not_stopped(path: &[Arc<Frame>]) -> bool {
+    matches!(path, [f] if **f == Frame::Special(Special::NotStopped))
+}
+
+/// Samples in which a thread did not stop in time. On a loaded machine a thread may miss
+/// the deadline in a few samples of many (it waited for a core); adding those samples as
+/// `[not stopped in time]` paths would split its rank into a class of its own in every
+/// attach differently. A sample that saw nothing adds nothing: the thread is shown by its
+/// samples that saw its stack (the 2D tree by the latest of them), and as
+/// `[not stopped in time]` only when no sample ever stopped it.
+#[derive(Default)]
+struct NotStoppedSamples {
+    /// (task, thread) seen stopped at least once.
+    seen: std::collections::HashSet<(u32, Option<u32>)>,
+    /// (task, thread) never seen stopped so far, with its `[not stopped in time]` path.
+    never: std::collections::BTreeMap<(u32, Option<u32>), Vec<Arc<Frame>>>,
+}
+
+impl NotStoppedSamples {
+    /// This sample's paths of `task`, with a not-stopped thread's path replaced by its
+    /// path in `previous` (the task's latest paths) when it has one there.
+    fn filter(
+        &mut self,
+        task: u32,
+        paths: Vec<ThreadPath>,
+        previous: &[ThreadPath],
+    ) -> Vec<ThreadPath> {
+        paths
+            .into_iter()
+            .map(|(thread, path)| {
+                let key = (task, thread);
+                if !is_not_stopped(&path) {
+                    self.seen.insert(key);
+                    self.never.remove(&key);
+                    return (thread, path);
+                }
+                if !self.seen.contains(&key) {
+                    self.never.insert(key, path.clone());
+                }
+                previous
+                    .iter()
+                    .find(|(t, p)| *t == thread && !is_not_stopped(p))
+                    .cloned()
+                    .unwrap_or((thread, path))
+            })
+            .collect()
+    }
+
+    /// The threads no sample stopped: (task, thread, path).
+    fn never_stopped(self) -> impl Iterator<Item = (u32, Option<u32>, Vec<Arc<Frame>>)> {
+        self.never
+            .into_iter()
+            .map(|((task, t), path)| (task, t, path))
+    }
+}
+
 /// Thread indices, handed out in order of first appearance.
 #[derive(Default)]
 struct ThreadIndex {
@@ -639,6 +705,27 @@ mod tests {
         assert!(v.iter().all(|&x| (0.8..=1.2).contains(&x)));
         assert!(v.iter().any(|&x| x < 0.85) && v.iter().any(|&x| x > 1.15));
         assert_eq!(Jitter(7).factor(0.0), 1.0);
+    }
+
+    #[test]
+    fn a_sample_that_did_not_stop_a_thread_adds_nothing_once_it_was_seen() {
+        let f = |n: &str| vec![Arc::new(Frame::function(n))];
+        let missed = vec![Arc::new(Frame::Special(Special::NotStopped))];
+        let mut s = NotStoppedSamples::default();
+        // Task 0 misses its first sample, then is seen, then misses again.
+        let first = s.filter(0, vec![(None, missed.clone())], &[]);
+        assert_eq!(first, vec![(None, missed.clone())], "nothing better yet");
+        let second = s.filter(0, vec![(None, f("main"))], &first);
+        let third = s.filter(0, vec![(None, missed.clone())], &second);
+        assert_eq!(
+            third,
+            vec![(None, f("main"))],
+            "the latest sample that saw it"
+        );
+        // Task 1 is never stopped.
+        s.filter(1, vec![(None, missed.clone())], &[]);
+        let never: Vec<_> = s.never_stopped().collect();
+        assert_eq!(never, vec![(1, None, missed)]);
     }
 
     #[test]
