@@ -186,7 +186,7 @@ fn bad_targets_get_one_line_and_an_exit_code() {
     ]));
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("launcher 2147483000 does not exist"), "{err}");
-    // A launcher with no rank below it (a shell running a sleep).
+    // A launcher with no rank below it (a shell running a sleep, taken as a launcher).
     let mut launcher = Command::new("sh")
         .args(["-c", "sleep 30; true"])
         .spawn()
@@ -195,6 +195,7 @@ fn bad_targets_get_one_line_and_an_exit_code() {
         "attach",
         "--launcher-pid",
         &launcher.id().to_string(),
+        "--any-launcher",
         "--no-files",
     ]));
     let _ = launcher.kill();

@@ -198,7 +198,9 @@ fn fault_while_sampling(
     index: u32,
     sig: Signal,
 ) -> (i32, String, String, Vec<i32>) {
-    let child = start_long_attach(job, &["-n", "20"]);
+    // Long enough that the victim is still sampling when this test (which runs at the
+    // normal priority, below strata's, beside spinning ranks) wakes up to signal it.
+    let child = start_long_attach(job, &["-n", "60"]);
     let tree: Vec<(i32, u32)> = role_processes(child.id(), "daemon")
         .into_iter()
         .chain(role_processes(child.id(), "commnode"))
@@ -490,6 +492,7 @@ fn an_absurd_job_size_from_a_ranks_environment_is_refused() {
         "attach",
         "--launcher-pid",
         &pid.to_string(),
+        "--any-launcher",
         "-n",
         "1",
         "--no-files",
