@@ -526,8 +526,16 @@ fn var_reads_a_variable_across_ranks_through_the_tree() {
         nosuch.len() == 1 && nosuch[0].contains("no variable"),
         "{nosuch:?}"
     );
+    // The reason names where each rank is, which differs between ranks caught at different
+    // points of MPI's progress loop: one line per distinct reason, each saying "no frame".
     let nofn = block("nosuchfunction:x");
-    assert!(nofn.len() == 1 && nofn[0].contains("no frame"), "{nofn:?}");
+    assert!(
+        !nofn.is_empty()
+            && nofn
+                .iter()
+                .all(|l| l.contains("no frame of nosuchfunction")),
+        "{nofn:?}"
+    );
 }
 
 #[test]
