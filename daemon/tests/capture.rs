@@ -251,13 +251,20 @@ fn exiting_process_is_a_per_task_error_and_its_parent_can_reap_it() {
     assert!(outcomes.get("captured").copied().unwrap_or(0) > 0);
 }
 
-#[test]
-fn thread_in_uninterruptible_sleep_is_reported_and_detached_when_it_wakes() {
+/// A process whose only thread sleeps in D for 1.5 s: the parent of a vfork child.
+fn parent_of_a_vfork_child_in_d() -> Target {
     let target = Target::of("capture_vfork", &["1500"]);
     let pid = target.pid();
     wait_for(Duration::from_secs(5), || {
         procfs::stat(pid).is_ok_and(|s| s.state == 'D')
     });
+    target
+}
+
+#[test]
+fn thread_in_uninterruptible_sleep_is_reported_and_detached_when_it_wakes() {
+    let target = parent_of_a_vfork_child_in_d();
+    let pid = target.pid();
     let capturer = Capturer::new(1);
     let options = CaptureOptions {
         stop_timeout: Duration::from_millis(100),
@@ -463,11 +470,8 @@ fn two_sessions_at_once_both_capture() {
 fn a_thread_that_misses_the_deadline_is_waited_for_again_not_blamed_on_a_debugger() {
     // A thread in D (the parent of a vfork child, for 1.5 s) misses every deadline: the
     // second capture finds it still seized by the first one's worker.
-    let target = Target::of("capture_vfork", &["1500"]);
+    let target = parent_of_a_vfork_child_in_d();
     let pid = target.pid();
-    wait_for(Duration::from_secs(5), || {
-        procfs::stat(pid).is_ok_and(|s| s.state == 'D')
-    });
     let capturer = Capturer::new(1);
     let options = CaptureOptions {
         stop_timeout: Duration::from_millis(50),
