@@ -55,6 +55,8 @@ use crate::procfs::{self, Mapping, Pid};
 pub struct CaptureOptions {
     /// How long to wait for the threads of a task to stop once interrupted. A thread that
     /// has not stopped by then (uninterruptible sleep, D state) is reported without a stack.
+    /// A thread still runnable then (it had no core) is waited for up to
+    /// [`RUNNABLE_GRACE`] times as long the first time it is interrupted.
     pub stop_timeout: Duration,
     /// At most this many bytes of each thread's stack are copied (from SP up).
     pub max_stack_bytes: usize,
@@ -71,6 +73,13 @@ impl Default for CaptureOptions {
         }
     }
 }
+
+/// How many stop timeouts in all a runnable thread gets the first time it is interrupted.
+/// It stops as soon as it gets a core; on a node busier than its cores (several daemons of
+/// a test cluster on one machine, two sessions at once, strata's own raised threads
+/// reading debug information) that can take a few hundred milliseconds, and one capture
+/// that waits that long beats a rank shown as "not stopped in time" for a whole session.
+pub const RUNNABLE_GRACE: u32 = 5;
 
 /// What could be learned about a thread without stopping it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -706,15 +715,22 @@ impl WorkerState {
             // Seize all, then interrupt all, then wait: the threads stop together.
             let mut seized = Vec::with_capacity(new.len());
             let mut waiting = Vec::with_capacity(new.len());
-            // Threads still lingering had no core since their last deadline: they are
-            // waited for only as long as fresh threads are, so that a starved thread costs
-            // one deadline, not one per sample.
+            // A thread still lingering from an earlier capture keeps its interrupt. One in
+            // uninterruptible sleep (D) will not stop before its wait ends: it is waited
+            // for only as long as fresh threads are, so that it costs one deadline, not
+            // one per sample. Any other lingering thread is runnable but had no core (a
+            // node busier than its cores): it stops as soon as it gets one, so it gets the
+            // whole deadline again.
             let mut still_lingering = Vec::new();
+            let mut was_lingering = Vec::new();
             for &tid in &new {
                 if let Some(at) = self.lingering.iter().position(|t| t.tid == tid) {
                     self.lingering.swap_remove(at);
                     waiting.push(tid);
-                    still_lingering.push(tid);
+                    was_lingering.push(tid);
+                    if infos[&tid].state == 'D' {
+                        still_lingering.push(tid);
+                    }
                     continue;
                 }
                 match seize_within(tid, deadline) {
@@ -749,6 +765,9 @@ impl WorkerState {
             } else {
                 deadline
             };
+            // Freshly interrupted threads that are still runnable at the deadline had no
+            // core yet: they get the grace period (once; a lingering one does not).
+            let grace_until = deadline + options.stop_timeout * (RUNNABLE_GRACE - 1);
             // Poll with short sleeps, not sched_yield: with spinning targets on every
             // core, a yield hands the core to a spinner for a whole time slice (measured:
             // milliseconds of stop time), while a thread waking from a short sleep is
@@ -783,18 +802,35 @@ impl WorkerState {
                 let now = Instant::now();
                 let only_lingering = waiting.iter().all(|t| still_lingering.contains(t));
                 if now >= deadline || only_lingering {
-                    for tid in waiting.drain(..) {
-                        let info = infos.get_mut(&tid).expect("listed thread");
+                    let mut given_up = Vec::new();
+                    waiting.retain(|&tid| {
                         // What the kernel says now, not before the stop: only a thread
                         // it shows in D is in an uninterruptible wait.
-                        let state = procfs::thread_stat(pid, tid).map_or(info.state, |s| s.state);
+                        let state = procfs::thread_stat(pid, tid).map_or('?', |s| s.state);
+                        let in_grace = state == 'R'
+                            && now < grace_until
+                            && !only_lingering
+                            && !was_lingering.contains(&tid);
+                        if !in_grace {
+                            given_up.push((tid, state));
+                        }
+                        in_grace
+                    });
+                    for (tid, state) in given_up {
+                        let info = infos.get_mut(&tid).expect("listed thread");
+                        let state = if state == '?' { info.state } else { state };
                         if info.wchan.is_none() {
                             info.wchan = sleeping_wchan(pid, tid, state);
                         }
-                        failed.push((tid, ThreadError::DidNotStop(options.stop_timeout, state)));
+                        let waited = first_interrupt.map_or(options.stop_timeout, |t| {
+                            Duration::from_millis(now.duration_since(t).as_millis() as u64)
+                        });
+                        failed.push((tid, ThreadError::DidNotStop(waited, state)));
                         self.lingering.push(Traced { tid, signal: 0 });
                     }
-                    break;
+                    if waiting.is_empty() {
+                        break;
+                    }
                 }
                 if now >= busy_until {
                     thread::sleep(pause);

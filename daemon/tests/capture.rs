@@ -539,6 +539,82 @@ fn a_thread_that_misses_the_deadline_is_waited_for_again_not_blamed_on_a_debugge
     assert_free(target.pid());
 }
 
+/// A spinning thread that had no core when its deadline passed (a node busier than its
+/// cores) is runnable, not hung: it gets a grace period, and if it misses that too, the next
+/// capture waits for it again in full and captures it as soon as it gets a core. It is not
+/// reported as not stopped for the rest of the session.
+#[test]
+fn a_starved_runnable_thread_gets_a_grace_period_and_the_next_capture() {
+    let target = Target::of("capture_spin", &["0"]);
+    let pid = target.pid();
+    let pin = Command::new("taskset")
+        .args(["-a", "-p", "-c", "0", &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset (util-linux)");
+    assert!(pin.success(), "taskset could not pin the target");
+    // A real-time hog on the target's only core for `secs`: the target is runnable but gets
+    // no core (the fair server lends it one only after most of a second). The hog spins at
+    // FIFO 2, under `timeout` at FIFO 3, which can preempt it to end it.
+    let hog = |secs: &str| {
+        let hog = Command::new("taskset")
+            .args([
+                "-c", "0", "chrt", "-f", "3", "timeout", secs, "chrt", "-f", "2",
+            ])
+            .args(["sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset, chrt and timeout (util-linux, coreutils)");
+        std::thread::sleep(Duration::from_millis(30));
+        hog
+    };
+    let capturer = Capturer::new(1);
+    let hurried = CaptureOptions {
+        stop_timeout: Duration::from_millis(50),
+        ..CaptureOptions::default()
+    };
+
+    // Starved for less than the grace period (5 x 50 ms): captured by the same capture.
+    let mut short = hog("0.15");
+    let task = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
+    assert!(
+        task.main_thread().unwrap().snapshot.is_ok(),
+        "a thread starved for 150 ms was not given its grace period: {:?}",
+        task.main_thread().unwrap().snapshot
+    );
+    let _ = short.wait();
+
+    // Starved for longer: missed, runnable, then captured by the next capture.
+    let mut long = hog("0.8");
+    let first = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
+    let state = match &first.main_thread().unwrap().snapshot {
+        Err(ThreadError::DidNotStop(waited, state)) => {
+            assert!(*waited >= Duration::from_millis(250), "waited {waited:?}");
+            *state
+        }
+        other => panic!(
+            "the main thread stopped beside a real-time hog on its only core \
+             (needs root for chrt -f): {other:?}"
+        ),
+    };
+    assert_ne!(
+        state, 'D',
+        "a starved spinning thread is runnable, not in D"
+    );
+    let patient = CaptureOptions {
+        stop_timeout: Duration::from_secs(3),
+        ..CaptureOptions::default()
+    };
+    let second = capturer.capture(&[pid], &patient).pop().unwrap().unwrap();
+    assert!(
+        second.main_thread().unwrap().snapshot.is_ok(),
+        "the starved thread was given up on without a wait: {:?}",
+        second.main_thread().unwrap().snapshot
+    );
+    let _ = long.wait();
+    drop(capturer);
+    assert_free(pid);
+}
+
 /// A thread whose stack pointer is less than the red zone (128 bytes) above the bottom of
 /// its stack mapping, with an inaccessible page below: the copy must still hold the stack
 /// from SP up, starting where the mapping starts.
