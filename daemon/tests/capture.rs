@@ -588,7 +588,8 @@ fn a_starved_runnable_thread_gets_a_grace_period_and_the_next_capture() {
     let first = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
     let state = match &first.main_thread().unwrap().snapshot {
         Err(ThreadError::DidNotStop(waited, state)) => {
-            assert!(*waited >= Duration::from_millis(250), "waited {waited:?}");
+            // Five deadlines from the capture's start, less the moment the seize took.
+            assert!(*waited >= Duration::from_millis(200), "waited {waited:?}");
             *state
         }
         other => panic!(
