@@ -198,3 +198,47 @@ fn inconsistent_result_files_are_refused_naming_the_first_inconsistency() {
     let (c, e, p) = view_bad(&empty.to_string());
     assert_one_line_error(c, &e, &p, "hold none of the job's 8 ranks");
 }
+
+/// A tree as deep as a runaway recursion (30,000 frames on one rank's path) is printed in
+/// every format, and its classes shown: no algorithm on the tree recurses per level (the
+/// text tree once did, and overflowed the stack).
+#[test]
+fn a_tree_thirty_thousand_frames_deep_renders_in_every_format() {
+    const DEPTH: usize = 30_000;
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(example()).unwrap()).expect("the example parses");
+    // Every rank on one path: main > r1 > r2 > ... > r30000.
+    let mut nodes = vec![serde_json::json!(
+        {"id": 0, "parent": null, "frame": null, "ranks": "0-7", "count": 8}
+    )];
+    for i in 1..=DEPTH {
+        let name = if i == 1 {
+            "main".to_string()
+        } else {
+            format!("r{i}")
+        };
+        nodes.push(serde_json::json!({
+            "id": i, "parent": i - 1, "frame": {"function": name}, "ranks": "0-7", "count": 8
+        }));
+    }
+    for tree in ["2d", "3d"] {
+        v["trees"][tree] = serde_json::json!({"thread_space": 0, "nodes": nodes.clone()});
+    }
+    v["classes"] = serde_json::json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("deep.json");
+    fs::write(&p, v.to_string()).unwrap();
+    let path = p.to_str().unwrap();
+    for format in ["text", "dot", "json", "folded"] {
+        let (code, out, err) = parts(&strata(&["view", path, "-f", format]));
+        assert_eq!(code, 0, "-f {format}: {err}");
+        let last = format!("r{DEPTH}");
+        assert!(
+            out.contains(&last),
+            "-f {format}: the deepest frame is missing"
+        );
+    }
+    let (code, out, err) = parts(&strata(&["view", path, "--all", "--tree", "2d"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 equivalence class"), "{out:.300}");
+}

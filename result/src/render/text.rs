@@ -95,7 +95,7 @@ pub fn render_annotated(
         max_branches: text.max_branches.unwrap_or(usize::MAX).max(2),
         out: &mut out,
     };
-    w.children(NodeId::ROOT, "");
+    w.below(NodeId::ROOT);
     let classes = equivalence_classes(&tree);
     out.push('\n');
     out.push_str(&classes_text(
@@ -171,17 +171,33 @@ impl Writer<'_> {
         self.out.push_str(&format!("{prefix}{edge}  {name}\n"));
     }
 
-    /// Prints `id` on a line starting with `first`, and what lies below it with `cont`.
-    fn node(&mut self, id: NodeId, first: &str, cont: &str) {
-        self.line(first, id);
-        self.children(id, cont);
+    /// Prints what lies below `root`. Depth-first with a stack of its own, not recursion:
+    /// a tree may be as deep as a runaway recursion in the job (tens of thousands of
+    /// frames).
+    fn below(&mut self, root: NodeId) {
+        let mut todo = Vec::new();
+        self.children(root, String::new(), &mut todo);
+        while let Some(step) = todo.pop() {
+            match step {
+                Step::Node { id, first, cont } => {
+                    self.line(&first, id);
+                    self.children(id, cont, &mut todo);
+                }
+                Step::Summary { line } => self.out.push_str(&line),
+            }
+        }
     }
 
-    fn children(&mut self, id: NodeId, cont: &str) {
+    /// Pushes on `todo` what prints the children of `id`, first child on top.
+    fn children(&mut self, id: NodeId, cont: String, todo: &mut Vec<Step>) {
         let mut kids = self.sorted_children(id);
         if kids.len() == 1 {
             // A chain: same indentation, no connector.
-            self.node(kids[0], cont, cont);
+            todo.push(Step::Node {
+                id: kids[0],
+                first: cont.clone(),
+                cont,
+            });
             return;
         }
         let mut rest: Vec<NodeId> = Vec::new();
@@ -190,13 +206,8 @@ impl Writer<'_> {
             let mut by_size = kids.clone();
             by_size.sort_by_key(|&n| std::cmp::Reverse(self.tree.node(n).tasks.len()));
             rest = by_size.split_off(self.max_branches - 1);
-            kids.retain(|k| !rest.contains(k));
-        }
-        for (i, &k) in kids.iter().enumerate() {
-            let last = i + 1 == kids.len() && rest.is_empty();
-            let first = format!("{cont}{}", if last { "└─ " } else { "├─ " });
-            let next = format!("{cont}{}", if last { "   " } else { "│  " });
-            self.node(k, &first, &next);
+            let summarised: std::collections::HashSet<NodeId> = rest.iter().copied().collect();
+            kids.retain(|k| !summarised.contains(k));
         }
         if !rest.is_empty() {
             let mut ranks = RankSet::new();
@@ -205,13 +216,35 @@ impl Writer<'_> {
             }
             let label = count_label(&ranks, self.max_list);
             let note = format!("… {} more branches (--all shows them)", rest.len());
-            self.out.push_str(&format!(
-                "{cont}└─ {}  {}\n",
-                self.style.paint("36", &label),
-                self.style.paint("2", &note)
-            ));
+            todo.push(Step::Summary {
+                line: format!(
+                    "{cont}└─ {}  {}\n",
+                    self.style.paint("36", &label),
+                    self.style.paint("2", &note)
+                ),
+            });
+        }
+        for (i, &k) in kids.iter().enumerate().rev() {
+            let last = i + 1 == kids.len() && rest.is_empty();
+            todo.push(Step::Node {
+                id: k,
+                first: format!("{cont}{}", if last { "└─ " } else { "├─ " }),
+                cont: format!("{cont}{}", if last { "   " } else { "│  " }),
+            });
         }
     }
+}
+
+/// What is left to print of the tree: a node and its subtree, or a summary line.
+enum Step {
+    Node {
+        id: NodeId,
+        first: String,
+        cont: String,
+    },
+    Summary {
+        line: String,
+    },
 }
 
 /// The class list: one line per class, its label and the tail of each leaf path. With a
