@@ -768,6 +768,9 @@ impl WorkerState {
             // Freshly interrupted threads that are still runnable at the deadline had no
             // core yet: they get the grace period (once; a lingering one does not).
             let grace_until = deadline + options.stop_timeout * (RUNNABLE_GRACE - 1);
+            // Whether the threads were judged at the deadline: in the grace period, /proc
+            // is read again only when it ends, not on every poll.
+            let mut judged = false;
             // Poll with short sleeps, not sched_yield: with spinning targets on every
             // core, a yield hands the core to a spinner for a whole time slice (measured:
             // milliseconds of stop time), while a thread waking from a short sleep is
@@ -801,7 +804,8 @@ impl WorkerState {
                 }
                 let now = Instant::now();
                 let only_lingering = waiting.iter().all(|t| still_lingering.contains(t));
-                if now >= deadline || only_lingering {
+                if only_lingering || (now >= deadline && !judged) || now >= grace_until {
+                    judged = true;
                     let mut given_up = Vec::new();
                     waiting.retain(|&tid| {
                         // What the kernel says now, not before the stop: only a thread
