@@ -72,28 +72,172 @@ fn finalize_beside_a_deadlock_loses_no_daemon() {
     }
 }
 
-/// A `sleep` to attach to, killed on drop.
-struct Sleeper(std::process::Child);
+/// A child process, killed and reaped on drop (by its pid, never a group).
+struct Killed(std::process::Child);
+
+/// A `sleep` to attach to.
+struct Sleeper(Killed);
 
 impl Sleeper {
     fn start() -> Sleeper {
-        Sleeper(
+        Sleeper(Killed(
             std::process::Command::new("sleep")
                 .arg("600")
                 .spawn()
                 .expect("sleep runs"),
-        )
+        ))
     }
 
     fn pid(&self) -> String {
-        self.0.id().to_string()
+        self.0.0.id().to_string()
     }
 }
 
-impl Drop for Sleeper {
+impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A shell busy loop in a session of its own: background CPU load that the kernel schedules
+/// apart from the test and strata, as another user's job would be.
+fn busy_loop() -> Killed {
+    Killed(
+        std::process::Command::new("setsid")
+            .args(["sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("setsid and sh run"),
+    )
+}
+
+/// A small random-number generator for the stress tests (xorshift), seeded from
+/// `STRATA_STRESS_SEED` or the clock; the seed is printed so a failure can be repeated.
+struct Draws(u64);
+
+impl Draws {
+    fn seeded() -> Draws {
+        let seed = std::env::var("STRATA_STRESS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos() as u64
+            });
+        eprintln!("STRATA_STRESS_SEED={seed}");
+        Draws(seed | 1)
+    }
+
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    /// The arguments of one stress attach: `-n` from 1-150 at a 10 ms interval, and each of
+    /// `--threads` and `--serial` one time in three.
+    fn attach_args(&mut self) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "-n".into(),
+            (self.below(150) + 1).to_string(),
+            "--interval".into(),
+            "10ms".into(),
+        ];
+        if self.below(3) == 0 {
+            args.push("--threads".into());
+        }
+        if self.below(3) == 0 {
+            args.push("--serial".into());
+        }
+        args
+    }
+}
+
+/// One attach by launcher pid with `args`; returns (exit code, stdout, stderr).
+fn attach_launcher(launcher: &str, args: &[String]) -> (i32, String, String) {
+    let mut all = vec!["attach", "--launcher-pid", launcher, "--no-files"];
+    all.extend(args.iter().map(String::as_str));
+    parts(&strata(&all))
+}
+
+/// The stress test: a hung ring in a session of its own beside a busy loop, attached to 40
+/// times in a row with random sample counts, with and without threads, serial or not. Under
+/// this load strata used to label running ranks `[uninterruptible sleep]` and "already
+/// traced by (strata)", and lose daemons. Every attach must give the ring's three classes,
+/// no false label, no lost daemon, and leave every rank running and untraced.
+#[test]
+fn forty_attaches_under_load_give_the_same_classes() {
+    let exe = target::compile_with("mpicc", "mpi_ring.c", "mpi_ring", &["-O1", "-g"]);
+    let job = MpiJob::start_in_own_session(&exe, 8);
+    let _load = busy_loop();
+    let launcher = job.mpirun.id().to_string();
+    let mut draws = Draws::seeded();
+    for round in 0..40 {
+        let args = draws.attach_args();
+        let started = std::time::Instant::now();
+        let (code, out, err) = attach_launcher(&launcher, &args);
+        eprintln!("attach {round} {args:?}: {:?}", started.elapsed());
+        assert_eq!(code, 0, "attach {round} {args:?}:\n{out}\n{err}");
+        assert!(out.contains("8 of 8 ranks"), "attach {round}:\n{out}");
+        assert_clean(&out, &err);
+        assert!(
+            !out.contains("not stopped in time"),
+            "attach {round} {args:?}: a rank no sample stopped:\n{out}"
+        );
+        if args.iter().any(|a| a == "--threads") {
+            // Open MPI's helper threads add classes of their own; the main threads' frames
+            // are still there.
+            for frame in ["MPI_Barrier", "MPI_Waitall", "sleep"] {
+                assert!(out.contains(frame), "attach {round} {args:?}:\n{out}");
+            }
+        } else {
+            mpi::assert_ring_classes(&out, 8);
+        }
+        for &pid in &job.ranks {
+            assert_free(pid);
+        }
+    }
+}
+
+/// Ranks whose helper thread creates and ends threads all the time, two of them blocked in
+/// `MPI_Bcast` while the others wait in `MPI_Finalize`: threads appear and exit while a
+/// capture runs, and the finalizing ranks' MPI library is shutting down. No rank may be
+/// lost or mislabelled, and the blocked ranks' main threads stay one class.
+#[test]
+fn thread_churn_beside_finalize_and_a_collective_loses_nothing() {
+    let exe = target::compile_with("mpicc", "mpi_churn.c", "mpi_churn", &["-O0", "-g"]);
+    let job = MpiJob::start_in_own_session(&exe, 4);
+    let launcher = job.mpirun.id().to_string();
+    let mut draws = Draws::seeded();
+    for round in 0..10 {
+        let mut args = draws.attach_args();
+        // Every other attach without threads: the main threads' classes are checked there.
+        let threads = round % 2 == 0;
+        args.retain(|a| a != "--threads");
+        if threads {
+            args.push("--threads".into());
+        }
+        let (code, out, err) = attach_launcher(&launcher, &args);
+        assert_eq!(code, 0, "attach {round} {args:?}:\n{out}\n{err}");
+        assert!(out.contains("4 of 4 ranks"), "attach {round}:\n{out}");
+        assert_clean(&out, &err);
+        if threads {
+            assert!(out.contains("short_lived"), "the churning threads:\n{out}");
+        } else {
+            assert!(
+                class_lines(&out)
+                    .iter()
+                    .any(|c| c.starts_with("2:[0-1] ") && c.contains("MPI_Bcast")),
+                "attach {round}: ranks 0-1 in MPI_Bcast:\n{out}"
+            );
+        }
+        for &pid in &job.ranks {
+            assert_free(pid);
+        }
     }
 }
 
@@ -129,7 +273,7 @@ fn a_dead_pid_among_pids_is_named_and_counted() {
         err.contains(&format!("pid {dead}: no such process")),
         "the dead pid is named:\n{err}"
     );
-    assert_free(live.0.id() as i32);
+    assert_free(live.0.0.id() as i32);
 }
 
 /// A process id is a positive number: 0 and negative numbers (process groups to kill(2))
