@@ -63,7 +63,7 @@ impl Parent {
             key.clone(),
             role,
             expected,
-            Box::new(|i| format!("child {i}")),
+            Arc::new(|i| format!("child {i}")),
             Arc::new(move |line: String| sink.lock().unwrap().push(line)),
         )
         .await

@@ -237,28 +237,17 @@ fn bad_job_ids_get_one_line_and_their_exit_code() {
     assert!(err.contains("no resource manager answers here"), "{err}");
 }
 
-#[test]
-fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
-    let _cluster = cluster();
-    let job = srun_ring();
-    let id = job.id.to_string();
+/// Starts `strata attach JOB -n SAMPLES --interval 100ms --json --no-files` and waits for
+/// the daemon of the job's third node (SLURM_NODEID 2); returns the attach and that pid.
+fn attach_with_samples(job: &SlurmJob, samples: &str) -> (std::process::Child, i32) {
     let child = Command::new(strata_bin())
-        .args([
-            "attach",
-            &id,
-            "-n",
-            "40",
-            "--interval",
-            "100ms",
-            "--json",
-            "--no-files",
-        ])
+        .args(["attach", &job.id.to_string(), "-n", samples])
+        .args(["--interval", "100ms", "--json", "--no-files"])
         .env("SLURM_CONF", SLURM_CONF)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The daemon of the job's third node (SLURM_NODEID 2).
     let mut victim = None;
     wait_for(Duration::from_secs(20), || {
         victim = job_processes(job.id, true)
@@ -267,10 +256,19 @@ fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
             .map(|p| p.pid);
         victim.is_some()
     });
+    (child, victim.unwrap())
+}
+
+#[test]
+fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
+    let _cluster = cluster();
+    let job = srun_ring();
+    // The daemon of the job's third node (SLURM_NODEID 2).
+    let (child, victim) = attach_with_samples(&job, "40");
     // The rank map is gathered within a second of the launch; sampling takes 4 s.
     std::thread::sleep(Duration::from_millis(1500));
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(victim.unwrap()),
+        nix::unistd::Pid::from_raw(victim),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
@@ -292,6 +290,38 @@ fn a_node_daemon_killed_after_the_rank_map_costs_exactly_that_nodes_ranks() {
     assert!(
         missing[0]["reason"].as_str().unwrap().contains("daemon 2"),
         "{missing:?}"
+    );
+    assert_ranks_free(&job);
+}
+
+/// A stopped daemon on a node holds the rank thread it had stopped until it dies. Declared
+/// lost (silent for 10 s), it is killed at once through Slurm (a step on its node kills it
+/// by the pid it gave), and that node's ranks run on while the others are still sampled.
+#[test]
+fn a_stopped_node_daemon_is_killed_through_slurm_at_once() {
+    let _cluster = cluster();
+    let job = srun_ring();
+    let (mut child, victim) = attach_with_samples(&job, "400");
+    std::thread::sleep(Duration::from_millis(1500));
+    let signal = |pid: i32, sig| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+    signal(victim, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Gone, or a zombie its slurmstepd has yet to reap.
+    wait_for(Duration::from_secs(30), || {
+        std::fs::read_to_string(format!("/proc/{victim}/stat"))
+            .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+            .unwrap_or(true)
+    });
+    assert!(
+        matches!(child.try_wait(), Ok(None)),
+        "the session still samples the other nodes' ranks"
+    );
+    assert_ranks_free(&job);
+    signal(child.id() as i32, nix::sys::signal::Signal::SIGINT).unwrap();
+    let (code, out, err) = parts(&child.wait_with_output().unwrap());
+    assert_eq!(code, 130, "{out}\n{err}");
+    assert!(
+        err.contains("daemon 2") && err.contains("asked Slurm to kill"),
+        "{err}"
     );
     assert_ranks_free(&job);
 }

@@ -264,6 +264,43 @@ fn a_hung_daemon_is_reported_missing_and_its_targets_freed_when_it_dies() {
     assert_lost(&job, result, "4-5", "daemon 2");
 }
 
+/// A stopped daemon keeps its connection open; only its silence tells, after 10 s. It used
+/// to keep the rank thread it had stopped in `t` until the session ended (about 25 s, or as
+/// long as a live session stays open). Declared lost, it is killed at once by the front
+/// end, which launched it, and the kernel lets its ranks go while the others still sample.
+#[test]
+fn a_stopped_daemon_is_killed_at_once_and_its_ranks_run_on() {
+    let job = MpiJob::ring(8);
+    // 40 s of sampling: the loss is declared long before the end.
+    let mut child = start_long_attach(&job, &["-n", "400"]);
+    let victim = role_processes(child.id(), "daemon")
+        .into_iter()
+        .find(|(_, i)| *i == 2)
+        .expect("daemon 2")
+        .0;
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(victim, Signal::SIGSTOP);
+    wait_for(Duration::from_secs(25), || is_zombie(victim));
+    assert!(
+        matches!(child.try_wait(), Ok(None)),
+        "the session still samples the other daemons' ranks"
+    );
+    // Daemon 2 has ranks 4 and 5.
+    for &pid in &job.ranks[4..6] {
+        assert_free(pid);
+    }
+    signal(child.id() as i32, Signal::SIGINT);
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 130, "{out}\n{err}");
+    assert!(
+        err.contains("daemon 2") && err.contains("silent for") && err.contains("killed it"),
+        "the loss and what was done about it, on stderr:\n{err}"
+    );
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}
+
 #[test]
 fn a_daemon_lost_before_the_rank_map_leaves_its_ranks_unknown() {
     let job = MpiJob::ring(8);

@@ -19,7 +19,7 @@ use strata_proto::auth::{NONCE_LEN, SessionKey, nonce};
 use strata_proto::link::{
     HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_MESSAGE, OversizedReply, ReplyBuffer, SILENCE_LIMIT,
 };
-use strata_proto::overlay::{Challenge, Command, Down, Heartbeat, Hello, Role, Up, down, up};
+use strata_proto::overlay::{Challenge, Command, Down, Heartbeat, Hello, Lost, Role, Up, down, up};
 use strata_proto::service::overlay_server::{Overlay, OverlayServer};
 use thiserror::Error;
 use tokio::sync::mpsc;
@@ -36,6 +36,10 @@ pub const MAX_REPLY: usize = 1 << 30;
 type DownSender = mpsc::Sender<Result<Down, Status>>;
 /// The joined children's senders, by index.
 type SharedSenders = Arc<Mutex<BTreeMap<u32, DownSender>>>;
+/// How a child is named in reports (`daemon 3`), shared with the link tasks.
+pub type Describe = Arc<dyn Fn(u32) -> String + Send + Sync>;
+/// Told of every process of the subtree declared lost while it may still live.
+pub type LostHook = Arc<dyn Fn(Lost) + Send + Sync>;
 
 /// What the link tasks tell the owner.
 #[derive(Debug)]
@@ -111,7 +115,9 @@ pub struct Children {
     /// Joined after the first command: not part of the session (they missed its setup).
     late: HashSet<u32>,
     commands_sent: bool,
-    describe: Box<dyn Fn(u32) -> String + Send>,
+    describe: Describe,
+    /// Set once by [`Children::on_lost`]; read by every link task.
+    lost: Arc<std::sync::OnceLock<LostHook>>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -171,6 +177,8 @@ struct Admission {
     events: mpsc::Sender<Event>,
     /// Indices admitted so far: a second child claiming one is refused.
     admitted: Arc<Mutex<HashSet<u32>>>,
+    describe: Describe,
+    lost: Arc<std::sync::OnceLock<LostHook>>,
 }
 
 impl Admission {
@@ -239,6 +247,7 @@ impl Admission {
             return Err(format!("index {} is already connected", hello.index));
         }
         let index = hello.index;
+        let (host, pid) = (hello.host.clone(), hello.pid);
         // The admission: the first message after the proof, before any command, so that a
         // refused child (above) learns it from the refusal instead of a link that just ends.
         let _ = tx.send(Ok(heartbeat())).await;
@@ -255,6 +264,9 @@ impl Admission {
         let reason = loop {
             match next_up(&mut ups, SILENCE_LIMIT).await {
                 Ok(up::Kind::Heartbeat(_)) => {}
+                // A commnode passes on what its subtree lost, at once: the root is waiting
+                // for no command to end it.
+                Ok(up::Kind::Lost(lost)) if self.role == Role::Commnode => self.tell_lost(lost),
                 Ok(kind) => {
                     if self.events.send(Event::Up { index, kind }).await.is_err() {
                         break NoAnswer::ParentStopped;
@@ -264,8 +276,26 @@ impl Admission {
             }
         };
         beating.abort();
+        // Silent, not closed: the process may live on, stopped or hung, holding ranks it had
+        // stopped. (A closed or broken link means it died, and the kernel let them go.)
+        if matches!(reason, NoAnswer::Silent(_)) {
+            self.tell_lost(Lost {
+                role: self.role as i32,
+                index,
+                host,
+                pid,
+                who: (self.describe)(index),
+                reason: reason.to_string(),
+            });
+        }
         let _ = self.events.send(Event::Gone { index, reason }).await;
         Ok(())
+    }
+
+    fn tell_lost(&self, lost: Lost) {
+        if let Some(hook) = self.lost.get() {
+            hook(lost);
+        }
     }
 }
 
@@ -295,12 +325,13 @@ impl Children {
         key: SessionKey,
         role: Role,
         expected: Range<u32>,
-        describe: Box<dyn Fn(u32) -> String + Send>,
+        describe: Describe,
         log: Arc<dyn Fn(String) + Send + Sync>,
     ) -> std::io::Result<Children> {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (events_tx, events) = mpsc::channel(1024);
+        let lost: Arc<std::sync::OnceLock<LostHook>> = Default::default();
         let door = Door {
             admission: Admission {
                 key,
@@ -308,6 +339,8 @@ impl Children {
                 expected: expected.clone(),
                 events: events_tx,
                 admitted: Arc::new(Mutex::new(HashSet::new())),
+                describe: describe.clone(),
+                lost: lost.clone(),
             },
             log,
         };
@@ -340,8 +373,16 @@ impl Children {
             late: HashSet::new(),
             commands_sent: false,
             describe,
+            lost,
             server,
         })
+    }
+
+    /// From now on, `hook` is told (from the link tasks, at once, whatever this node is
+    /// doing) of every child that went silent and of every loss its commnode children pass
+    /// on. Set once; later calls are ignored.
+    pub fn on_lost(&self, hook: LostHook) {
+        let _ = self.lost.set(hook);
     }
 
     /// Where children connect.

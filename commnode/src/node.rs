@@ -81,7 +81,7 @@ pub async fn run(
     let first_child = place.children.start;
     let daemons = place.daemons_of_child.clone();
     let describe =
-        Box::new(move |i: u32| describe_child(role, i, daemons.get((i - first_child) as usize)));
+        Arc::new(move |i: u32| describe_child(role, i, daemons.get((i - first_child) as usize)));
     let mut children = Children::listen(
         place.listen,
         key.clone(),
@@ -95,9 +95,24 @@ pub async fn run(
         addr: place.listen,
         source,
     })?;
+    // What the subtree lost goes up as soon as the link to the parent stands.
+    let (lost_tx, mut lost_rx) = tokio::sync::mpsc::unbounded_channel();
+    children.on_lost(Arc::new(move |lost| {
+        let _ = lost_tx.send(lost);
+    }));
     announce(children.addr());
     let ParentLink { up, mut down } =
         link::connect(&place.parent, &key, Role::Commnode, place.index).await?;
+    {
+        let up = up.clone();
+        tokio::spawn(async move {
+            while let Some(lost) = lost_rx.recv().await {
+                if up.send(up::Kind::Lost(lost).into()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
     // Commands are read by their own task, so that a detach or shutdown reaches the
     // subtree at once, even while a long command (sampling) is still being collected.
     let urgent = children.broadcaster();

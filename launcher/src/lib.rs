@@ -49,7 +49,16 @@ pub trait Launcher {
     fn start_daemons(&mut self, spec: &DaemonSpec) -> Result<(), LaunchError>;
     /// After the session: waits up to `grace` for what was started to exit, then ends it.
     fn reap(&mut self, grace: std::time::Duration);
+    /// How to end, at once and from any thread, a process this launcher started that the
+    /// tree declared lost while it may still live (stopped, hung): the kernel lets go of
+    /// every rank a dead tracer had stopped, which a stopped one would hold until the end.
+    fn lost_ender(&self) -> LostEnder;
 }
+
+/// Ends one lost process ([`Launcher::lost_ender`]); `Ok` says how, `Err` why it could not.
+/// Never blocks for long: it runs on the thread of the link that noticed the loss.
+pub type LostEnder =
+    std::sync::Arc<dyn Fn(&strata_proto::overlay::Lost) -> Result<String, String> + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {

@@ -11,16 +11,18 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
+use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher, LostEnder};
 
 /// Starts processes on this host and reaps them when dropped.
 #[derive(Debug)]
 pub struct LocalLauncher {
     exe: PathBuf,
     key_hex: String,
-    children: Vec<Child>,
+    /// Shared with the [`LostEnder`], which kills one of them while the session runs.
+    children: Arc<Mutex<Vec<Child>>>,
 }
 
 impl LocalLauncher {
@@ -29,7 +31,7 @@ impl LocalLauncher {
         LocalLauncher {
             exe,
             key_hex,
-            children: Vec::new(),
+            children: Arc::default(),
         }
     }
 
@@ -46,13 +48,21 @@ impl LocalLauncher {
 
     /// The pids of the processes started so far (tests kill them).
     pub fn pids(&self) -> Vec<u32> {
-        self.children.iter().map(|c| c.id()).collect()
+        self.started().iter().map(|c| c.id()).collect()
     }
 
     /// Waits up to `grace` for every started process to exit, then kills the rest.
     fn reap_all(&mut self, grace: Duration) {
-        crate::reap_children(&mut self.children, grace);
-        self.children.clear();
+        let mut children = std::mem::take(&mut *self.started());
+        crate::reap_children(&mut children, grace);
+    }
+
+    fn started(&self) -> std::sync::MutexGuard<'_, Vec<Child>> {
+        self.children.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn keep(&self, child: Child) {
+        self.started().push(child);
     }
 }
 
@@ -75,6 +85,22 @@ impl Launcher for LocalLauncher {
         "127.0.0.1".to_string()
     }
 
+    fn lost_ender(&self) -> LostEnder {
+        let children = self.children.clone();
+        Arc::new(move |lost| {
+            let mut children = children.lock().unwrap_or_else(|e| e.into_inner());
+            // Only a child of ours, not yet reaped: its pid cannot have been reused.
+            let child = children
+                .iter_mut()
+                .find(|c| c.id() == lost.pid)
+                .ok_or_else(|| format!("pid {} is no process this session started", lost.pid))?;
+            child
+                .kill()
+                .map(|()| format!("killed it (pid {})", lost.pid))
+                .map_err(|e| format!("cannot kill pid {}: {e}", lost.pid))
+        })
+    }
+
     fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError> {
         let mut started = Vec::with_capacity(specs.len());
         for s in specs {
@@ -87,7 +113,7 @@ impl Launcher for LocalLauncher {
                 reason: e.to_string(),
             })?;
             let stdout = child.stdout.take().expect("piped");
-            self.children.push(child);
+            self.keep(child);
             started.push((s.index, stdout));
         }
         // Each announces `listening ADDR` on its first line.
@@ -132,7 +158,7 @@ impl Launcher for LocalLauncher {
                 what: format!("daemon {i}"),
                 reason: e.to_string(),
             })?;
-            self.children.push(child);
+            self.keep(child);
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::local::LocalLauncher;
-use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher};
+use crate::{CommnodeSpec, DaemonSpec, LaunchError, Launcher, LostEnder};
 
 /// A job as `squeue` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,6 +333,51 @@ impl Launcher for SlurmLauncher {
 
     fn listen_host(&self) -> String {
         self.listen_host.clone()
+    }
+
+    fn lost_ender(&self) -> LostEnder {
+        let local = self.local.lost_ender();
+        let job = self.job.id;
+        let commnodes_in_job = self.commnodes_in_job;
+        std::sync::Arc::new(move |lost| {
+            use strata_proto::overlay::Role;
+            let daemon = lost.role == Role::Daemon as i32;
+            if !daemon && !commnodes_in_job {
+                return local(lost);
+            }
+            // Another step on the lost process's node kills it by its pid there (the pid its
+            // hello gave, in the node's own pid space). A daemon's node is the one at its
+            // index in the allocation (each daemon's index is its SLURM_NODEID); a commnode
+            // is found by its host name.
+            let mut srun = Command::new("srun");
+            srun.arg(format!("--jobid={job}"))
+                .args(["--overlap", "--mpi=none", "--quiet", "-N1", "-n1"])
+                .arg("--job-name=strata-end-lost");
+            let place = if daemon {
+                srun.arg(format!("--relative={}", lost.index));
+                format!("node {} of job {job}", lost.index)
+            } else {
+                srun.arg(format!("--nodelist={}", lost.host));
+                format!("{} in job {job}", lost.host)
+            };
+            let mut child = srun
+                .args(["kill", "-KILL", &lost.pid.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run srun to kill it: {e}"))?;
+            // Waited for elsewhere: this runs on the thread of the link that noticed.
+            std::thread::spawn(move || {
+                let end = Instant::now() + Duration::from_secs(30);
+                while Instant::now() < end && matches!(child.try_wait(), Ok(None)) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            });
+            Ok(format!("asked Slurm to kill pid {} on {place}", lost.pid))
+        })
     }
 
     fn start_commnodes(&mut self, specs: &[CommnodeSpec]) -> Result<Vec<SocketAddr>, LaunchError> {

@@ -14,7 +14,7 @@ pub const MAX_CHUNK: usize = 1 << 20;
 /// What a child sends up.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Up {
-    #[prost(oneof = "UpKind", tags = "1, 2, 3, 4, 5")]
+    #[prost(oneof = "UpKind", tags = "1, 2, 3, 4, 5, 6")]
     pub kind: Option<UpKind>,
 }
 
@@ -32,6 +32,8 @@ pub enum UpKind {
     Progress(Progress),
     #[prost(message, tag = "5")]
     Heartbeat(Heartbeat),
+    #[prost(message, tag = "6")]
+    Lost(Lost),
 }
 
 /// The oneof's former home, now an alias: callers' `up::Kind::Hello` paths still compile, and
@@ -153,6 +155,29 @@ pub struct ReplyChunk {
     /// More chunks of this reply follow.
     #[prost(bool, tag = "3")]
     pub more: bool,
+}
+
+/// A process of the tree below the sender that went silent while it may still live
+/// (stopped, hung): sent up at once, without waiting for a command, so that the root has
+/// whoever launched it end it and the kernel lets go of any rank it had stopped.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Lost {
+    #[prost(enumeration = "Role", tag = "1")]
+    pub role: i32,
+    /// Its index among its level's processes.
+    #[prost(uint32, tag = "2")]
+    pub index: u32,
+    /// Its host and pid, as its authenticated hello said.
+    #[prost(string, tag = "3")]
+    pub host: String,
+    #[prost(uint32, tag = "4")]
+    pub pid: u32,
+    /// How it is named in reports (`daemon 3`, `commnode 1 (daemons 2-3)`).
+    #[prost(string, tag = "5")]
+    pub who: String,
+    /// Why it is lost (`silent for 10 s`).
+    #[prost(string, tag = "6")]
+    pub reason: String,
 }
 
 /// Work done so far on command `command` in the sender's subtree (tasks times samples).

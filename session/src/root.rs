@@ -192,12 +192,12 @@ impl Session {
         };
         let below: Vec<std::ops::Range<u32>> =
             (0..levels[1]).map(|c| topo.daemons_below(1, c)).collect();
-        let describe = Box::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
+        let describe = Arc::new(move |i: u32| describe_child(first_role, i, below.get(i as usize)));
         let listen: SocketAddr = format!("{}:0", launcher.listen_host())
             .parse()
             .map_err(|e| SessionError(format!("bad listen address: {e}")))?;
         let warnings: Arc<std::sync::Mutex<Option<Vec<String>>>> = Default::default();
-        let log = {
+        let log: Arc<dyn Fn(String) + Send + Sync> = {
             let warnings = warnings.clone();
             Arc::new(
                 move |line: String| match warnings.lock().expect("not poisoned").as_mut() {
@@ -206,9 +206,24 @@ impl Session {
                 },
             )
         };
-        let root = Children::listen(listen, key, first_role, 0..levels[1], describe, log)
+        let root = Children::listen(listen, key, first_role, 0..levels[1], describe, log.clone())
             .await
             .map_err(|e| SessionError(format!("cannot listen on {listen}: {e}")))?;
+        // A process of the tree gone silent may be stopped with ranks it had stopped: its
+        // launcher ends it at once, whatever the session is doing.
+        let end = launcher.lost_ender();
+        root.on_lost(Arc::new(move |lost| {
+            let said = match end(&lost) {
+                Ok(how) => format!("{how}, so that the ranks it held run on"),
+                Err(why) => format!(
+                    "could not end it ({why}): ranks it had stopped stay stopped until it dies"
+                ),
+            };
+            log(format!(
+                "{} (host {}): {}; {said}",
+                lost.who, lost.host, lost.reason
+            ));
+        }));
 
         // Signals: a shutdown goes down the tree at once; the session notices at its next
         // step.

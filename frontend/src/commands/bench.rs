@@ -91,6 +91,12 @@ impl Launcher for EmulatorLauncher {
         Ok(())
     }
 
+    /// The commnodes are the local launcher's; an emulated daemon holds no rank, and its
+    /// process serves many daemons, so it is left to the reaping.
+    fn lost_ender(&self) -> strata_launcher::LostEnder {
+        self.local.lost_ender()
+    }
+
     fn reap(&mut self, grace: Duration) {
         self.local.reap(grace);
         strata_launcher::reap_children(&mut self.children, grace);
