@@ -374,3 +374,98 @@ fn rank_outside_the_job_is_refused_and_json_stays_one_document() {
         "the stacks on stderr:\n{err}"
     );
 }
+
+/// About 1,000 connections with a wrong session key to a session's port, while its stderr
+/// is a pipe nobody reads: each refusal used to print a line (about 900), the pipe filled,
+/// the front end's workers blocked writing to it, and the session stalled until its
+/// daemon was lost (exit 4 after 45 s). Refusals are now counted and only a few shown, and
+/// the tree's warnings never block on stderr.
+#[test]
+fn a_flood_of_bad_connections_neither_stalls_nor_floods_the_log() {
+    let sleeper = Sleeper::start();
+    let mut attach = support::strata_command(&[
+        "attach",
+        "--pids",
+        &sleeper.pid(),
+        "-n",
+        "100",
+        "--interval",
+        "100ms",
+        "--no-files",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Held, and read only at the end.
+    let mut stderr = attach.stderr.take().unwrap();
+    let mut port = None;
+    target::wait_for(std::time::Duration::from_secs(20), || {
+        port = support::listening_port(attach.id() as i32);
+        port.is_some()
+    });
+    let addr = format!("127.0.0.1:{}", port.unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let flood = async {
+        let wrong = strata_proto::auth::SessionKey::generate().unwrap();
+        let mut refused = 0;
+        for _ in 0..20 {
+            let tries: Vec<_> = (0..50)
+                .map(|i| {
+                    let (addr, key) = (addr.clone(), wrong.clone());
+                    tokio::spawn(async move {
+                        strata_proto::link::connect(
+                            &addr,
+                            &key,
+                            strata_proto::overlay::Role::Daemon,
+                            i,
+                        )
+                        .await
+                        .is_err()
+                    })
+                })
+                .collect();
+            for t in tries {
+                refused += t.await.unwrap() as u32;
+            }
+        }
+        refused
+    };
+    // A stalled session answers no connection: fail, do not hang.
+    let refused = runtime
+        .block_on(async { tokio::time::timeout(std::time::Duration::from_secs(90), flood).await })
+        .unwrap_or_else(|_| {
+            let _ = attach.kill();
+            panic!("the session stopped answering connections with its stderr unread")
+        });
+    assert_eq!(
+        refused, 1000,
+        "every connection with a wrong key is refused"
+    );
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = attach.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > end {
+            let _ = attach.kill();
+            panic!("the session stalled with its stderr unread");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut attach.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("1 of 1 ranks"), "{out}");
+    let refusals = err.lines().filter(|l| l.contains("refused")).count();
+    assert!(
+        refusals <= 15,
+        "{refusals} lines about refused connections:\n{err}"
+    );
+    assert!(
+        err.contains("refused 1000 connections in all"),
+        "the total is said:\n{err}"
+    );
+}

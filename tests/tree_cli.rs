@@ -379,32 +379,12 @@ fn ctrl_c_or_kill_9_of_the_front_end_stops_the_whole_tree_and_frees_the_targets(
     }
 }
 
-/// The TCP port `pid` listens on (from its socket inodes and /proc/net/tcp).
-fn listening_port(pid: i32) -> Option<u16> {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let link = std::fs::read_link(e.path()).ok()?;
-            let l = link.to_string_lossy();
-            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-        })
-        .collect();
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    table.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // st 0A = LISTEN; field 9 = inode.
-        (f.get(3) == Some(&"0A") && inodes.iter().any(|i| Some(&i.as_str()) == f.get(9)))
-            .then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
-    })
-}
-
 #[test]
 fn garbage_sent_to_a_commnode_port_does_not_disturb_the_session() {
     let job = MpiJob::ring(8);
     let child = start_long_attach(&job, &["-n", "20"]);
     let commnode = role_processes(child.id(), "commnode")[0].0;
-    let port = listening_port(commnode).expect("the commnode listens");
+    let port = support::listening_port(commnode).expect("the commnode listens");
     let addr = format!("127.0.0.1:{port}");
     // Random bytes, an HTTP/2 preface followed by junk, and an oversized frame header.
     let mut seed = 0x2545_f491_4f6c_dd1du64;

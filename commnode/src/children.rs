@@ -118,6 +118,9 @@ pub struct Children {
     describe: Describe,
     /// Set once by [`Children::on_lost`]; read by every link task.
     lost: Arc<std::sync::OnceLock<LostHook>>,
+    /// Connections refused so far, and where that is said (the total, when dropped).
+    refused: Arc<std::sync::atomic::AtomicU64>,
+    log: Arc<dyn Fn(String) + Send + Sync>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -135,13 +138,62 @@ impl std::fmt::Debug for Children {
 impl Drop for Children {
     fn drop(&mut self) {
         self.server.abort();
+        let refused = self.refused.load(std::sync::atomic::Ordering::Relaxed);
+        if refused > REFUSALS_SHOWN {
+            (self.log)(format!(
+                "refused {refused} connections in all (not this session's processes)"
+            ));
+        }
     }
 }
+
+/// Connections in their handshake at once, at most: a flood of connections that never
+/// finish one costs this node no more than this many tasks and buffers (each is dropped
+/// after [`HANDSHAKE_TIMEOUT`]); beyond it a connection is refused at once, and a real
+/// child tries again (its handshake takes milliseconds). Well above any fan-out strata
+/// chooses, so that a whole level joining at once is never turned away.
+pub const MAX_HANDSHAKES: usize = 1024;
+
+/// Refused connections logged one by one; after these, only the 100th, 1,000th, ... is, and
+/// the total when the node stops: a flood must not flood the log.
+const REFUSALS_SHOWN: u64 = 10;
 
 /// The gRPC service: admits children, one [`Admission`] per connection.
 struct Door {
     admission: Admission,
     log: Arc<dyn Fn(String) + Send + Sync>,
+    handshakes: Arc<tokio::sync::Semaphore>,
+    refused: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Door {
+    fn refusal(&self, peer: &str, reason: &str) {
+        note_refusal(&self.refused, &self.log, peer, reason);
+    }
+}
+
+/// Counts a refused connection and logs it if it is one of the first, or the 10th, 100th...
+fn note_refusal(
+    refused: &std::sync::atomic::AtomicU64,
+    log: &Arc<dyn Fn(String) + Send + Sync>,
+    peer: &str,
+    reason: &str,
+) {
+    let n = refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    if n <= REFUSALS_SHOWN {
+        log(format!("refused a connection from {peer}: {reason}"));
+    } else if is_power_of_ten(n) {
+        log(format!(
+            "refused a connection from {peer}: {reason} ({n} refused so far; not each is shown)"
+        ));
+    }
+}
+
+fn is_power_of_ten(mut n: u64) -> bool {
+    while n >= 10 && n.is_multiple_of(10) {
+        n /= 10;
+    }
+    n == 1
 }
 
 type DownStream = Pin<Box<dyn Stream<Item = Result<Down, Status>> + Send + 'static>>;
@@ -154,13 +206,19 @@ impl Overlay for Door {
         let peer = request
             .remote_addr()
             .map_or_else(|| "unknown peer".to_string(), |a| a.to_string());
+        let Ok(handshake) = self.handshakes.clone().try_acquire_owned() else {
+            let busy = "too many connections in their handshake at once";
+            self.refusal(&peer, busy);
+            return Err(Status::resource_exhausted(busy));
+        };
         let ups = request.into_inner();
         let (tx, rx) = mpsc::channel::<Result<Down, Status>>(64);
         let door = self.admission.clone();
         let log = self.log.clone();
+        let refused = self.refused.clone();
         tokio::spawn(async move {
-            if let Err(reason) = door.run(ups, tx.clone()).await {
-                log(format!("refused a connection from {peer}: {reason}"));
+            if let Err(reason) = door.run(ups, tx.clone(), handshake).await {
+                note_refusal(&refused, &log, &peer, &reason);
                 let _ = tx.send(Err(Status::permission_denied(reason))).await;
             }
         });
@@ -189,6 +247,7 @@ impl Admission {
         self,
         mut ups: Streaming<Up>,
         tx: mpsc::Sender<Result<Down, Status>>,
+        handshake: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<(), String> {
         let hello = match next_up(&mut ups, HANDSHAKE_TIMEOUT)
             .await
@@ -248,6 +307,7 @@ impl Admission {
         }
         let index = hello.index;
         let (host, pid) = (hello.host.clone(), hello.pid);
+        drop(handshake);
         // The admission: the first message after the proof, before any command, so that a
         // refused child (above) learns it from the refusal instead of a link that just ends.
         let _ = tx.send(Ok(heartbeat())).await;
@@ -332,7 +392,10 @@ impl Children {
         let addr = listener.local_addr()?;
         let (events_tx, events) = mpsc::channel(1024);
         let lost: Arc<std::sync::OnceLock<LostHook>> = Default::default();
+        let refused: Arc<std::sync::atomic::AtomicU64> = Default::default();
         let door = Door {
+            handshakes: Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES)),
+            refused: refused.clone(),
             admission: Admission {
                 key,
                 role,
@@ -342,7 +405,7 @@ impl Children {
                 describe: describe.clone(),
                 lost: lost.clone(),
             },
-            log,
+            log: log.clone(),
         };
         let service = OverlayServer::new(door)
             .max_decoding_message_size(MAX_MESSAGE)
@@ -374,6 +437,8 @@ impl Children {
             commands_sent: false,
             describe,
             lost,
+            refused,
+            log,
             server,
         })
     }
@@ -617,4 +682,26 @@ fn shutdown_command() -> Down {
 
 fn heartbeat() -> Down {
     down::Kind::Heartbeat(Heartbeat {}).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_refusals_logs_the_first_ten_then_each_power_of_ten() {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let log: Arc<dyn Fn(String) + Send + Sync> =
+            Arc::new(move |l| sink.lock().unwrap().push(l));
+        let refused = std::sync::atomic::AtomicU64::new(0);
+        for _ in 0..1000 {
+            note_refusal(&refused, &log, "127.0.0.1:9", "wrong session key");
+        }
+        let lines = lines.lock().unwrap();
+        // 1 to 10, then 100 and 1000.
+        assert_eq!(lines.len(), 12, "{lines:?}");
+        assert!(lines[11].contains("1000 refused so far"), "{lines:?}");
+        assert!(!is_power_of_ten(0) && is_power_of_ten(1) && !is_power_of_ten(20));
+    }
 }

@@ -1,7 +1,8 @@
 //! strata's communication processes: the inner nodes of the tree network.
 //!
 //! [`children`] is a node's server end (admitting and commanding its children), [`merge`]
-//! combines their replies with the `filters` code, [`node`] is the `strata commnode` role.
+//! combines their replies with the `filters` code, [`node`] is the `strata commnode` role,
+//! [`stderr`] writes their warnings without ever blocking on a full pipe.
 //! The front end is the root node: it uses [`children`] and [`merge`] the same way, and
 //! keeps the merged trees it builds instead of encoding them.
 //!
@@ -13,3 +14,4 @@
 pub mod children;
 pub mod merge;
 pub mod node;
+pub mod stderr;

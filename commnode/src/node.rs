@@ -88,7 +88,7 @@ pub async fn run(
         place.child_role,
         place.children.clone(),
         describe,
-        Arc::new(|line| eprintln!("strata commnode: {line}")),
+        Arc::new(|line| crate::stderr::line(format!("strata commnode: {line}"))),
     )
     .await
     .map_err(|source| NodeError::Listen {

@@ -11,7 +11,11 @@ fn main() -> ExitCode {
     // the normal policy can wait seconds for a core (see `strata_launcher::priority`).
     strata_launcher::priority::raise_current_thread();
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // The tree's warnings go to stderr through a queue that never blocks (a pipe nobody
+    // reads must not stall a session); the last of them are written before the error line.
+    strata_commnode::stderr::flush(std::time::Duration::from_secs(1));
+    match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(failure) => {
             eprintln!("strata: error: {}", failure.message);

@@ -202,7 +202,7 @@ impl Session {
             Arc::new(
                 move |line: String| match warnings.lock().expect("not poisoned").as_mut() {
                     Some(buffer) => buffer.push(line),
-                    None => eprintln!("strata: warning: {line}"),
+                    None => strata_commnode::stderr::line(format!("strata: warning: {line}")),
                 },
             )
         };
@@ -513,6 +513,8 @@ impl Session {
             .await;
         self.timings.push(("shutdown", t.elapsed()));
         self.bar.clear();
+        // The tree's warnings before the result.
+        strata_commnode::stderr::flush(Duration::from_millis(500));
         let sig = self.stopped();
         (self.rank_map, self.timings, sig)
     }

@@ -144,3 +144,23 @@ pub fn processes() -> Vec<Proc> {
     }
     found
 }
+
+/// The TCP port `pid` listens on (from its socket inodes and /proc/net/tcp).
+pub fn listening_port(pid: i32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let link = std::fs::read_link(e.path()).ok()?;
+            let l = link.to_string_lossy();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // st 0A = LISTEN; field 9 = inode.
+        (f.get(3) == Some(&"0A") && inodes.iter().any(|i| Some(&i.as_str()) == f.get(9)))
+            .then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
+    })
+}
