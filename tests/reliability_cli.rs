@@ -469,3 +469,47 @@ fn a_flood_of_bad_connections_neither_stalls_nor_floods_the_log() {
         "the total is said:\n{err}"
     );
 }
+
+/// `strata ARGS...` under `ulimit -v LIMIT_KIB` (set by the shell that execs it).
+fn strata_under_address_limit(limit_kib: u32, args: &[&str]) -> (i32, String, String) {
+    let line = format!("ulimit -v {limit_kib} && exec \"$0\" \"$@\"",);
+    let out = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .arg(support::strata_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    parts(&out)
+}
+
+/// Under `ulimit -v 200000` the daemons aborted with "memory allocation of 4 bytes failed":
+/// glibc reserved 64 MiB of address space per thread's malloc arena (~380 MiB per process,
+/// under 50 MiB used). Under a limit strata now uses one arena; below what it needs to
+/// start at all it says so at once, in one line naming the limit.
+#[test]
+fn a_modest_address_space_limit_is_worked_within_and_a_tiny_one_refused() {
+    let job = MpiJob::ring(8);
+    let launcher = job.mpirun.id().to_string();
+    let attach = [
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "5",
+        "--no-files",
+    ];
+    let (code, out, err) = strata_under_address_limit(200_000, &attach);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("8 of 8 ranks"), "{out}");
+    mpi::assert_ring_classes(&out, 8);
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+    let (code, out, err) = strata_under_address_limit(50_000, &attach);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    assert!(
+        err.contains("address-space limit (ulimit -v) is 50000 KiB"),
+        "{err}"
+    );
+}

@@ -6,7 +6,9 @@
 //! what comes back; [`failure`] and [`exit`] are how a run ends (one line and the documented
 //! exit code; library errors meet the exit codes in [`failure`] only). [`live`] lets the
 //! terminal UI drive a live session, and [`interrupt`] turns Ctrl-C into a clean detach.
+//! [`address_space`] fits the allocator to a `ulimit -v` before anything else runs.
 
+pub mod address_space;
 pub mod cli;
 pub mod commands;
 pub mod exit;

@@ -6,7 +6,17 @@ use std::process::ExitCode;
 use strata_frontend::cli::Cli;
 use strata_frontend::commands::run;
 
+/// Names `ulimit -v` when an allocation fails under it (see `address_space`).
+#[global_allocator]
+static ALLOCATOR: strata_frontend::address_space::NamesTheLimit =
+    strata_frontend::address_space::NamesTheLimit;
+
 fn main() -> ExitCode {
+    // Before any thread exists: under `ulimit -v`, one malloc arena for all threads.
+    if let Err(failure) = strata_frontend::address_space::fit() {
+        eprintln!("strata: error: {}", failure.message);
+        return ExitCode::from(failure.exit.code());
+    }
     // Before anything else: on a node whose cores spinning ranks take, a strata process at
     // the normal policy can wait seconds for a core (see `strata_launcher::priority`).
     strata_launcher::priority::raise_current_thread();
