@@ -150,6 +150,8 @@ fn a_sleeping_rank_is_detected_named_and_the_job_cancelled() {
             "{progress}"
         );
     }
+    let written = format!("report written to {}", report.display());
+    assert!(err.contains(&written), "where the report went:\n{err}");
     // Cancelled after the report.
     assert!(err.contains("cancelled"), "{err}");
     target::wait_for(Duration::from_secs(20), || {
@@ -197,10 +199,17 @@ fn a_job_that_ends_normally_ends_the_watch_with_exit_0() {
     // About 150 steps of 20-60 ms: several seconds, then MPI_Finalize.
     let job = iterative_job(&["150", "-1"]);
     let id = job.id.to_string();
-    let (code, out, err, _) = watch(&[&id, "--interval", "200ms", "--json"]);
+    let (code, out, err, _) = watch(&[&id, "--interval", "200ms"]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("--json");
-    assert_eq!(v["result"]["outcome"], "job_ended", "{out}");
+    assert!(err.contains("the job ended"), "{err}");
+    // Where a report would have gone is said at the start, as an absolute path.
+    let cwd = std::env::current_dir().unwrap();
+    let default = format!(
+        "a hang report will go to {}/strata-watch-{id}-TIME (in the current directory; \
+         --report-dir chooses)",
+        cwd.display()
+    );
+    assert!(err.contains(&default), "{err}");
 }
 
 #[test]

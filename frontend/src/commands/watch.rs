@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -200,6 +200,15 @@ impl Watch<'_> {
             self.args.interval.as_millis(),
             self.args.alpha
         ));
+        // Where a report would go, before it matters: a script's user must find it.
+        let report_to = match &self.args.report_dir {
+            Some(dir) => absolute(dir).display().to_string(),
+            None => format!(
+                "{} (in the current directory; --report-dir chooses)",
+                absolute(Path::new(&format!("strata-watch-{}-TIME", job.id))).display()
+            ),
+        };
+        self.say(&format!("a hang report will go to {report_to}"));
         // Uninformative samples in a row (see [`STILLNESS_SAMPLES`]).
         let mut still = 0u32;
         loop {
@@ -393,7 +402,7 @@ impl Watch<'_> {
             if !self.args.json {
                 crate::commands::show::write_stdout(&report::summary(&result, &hang, &progress))?;
             }
-            self.say(&format!("report written to {}", dir.display()));
+            self.say(&format!("report written to {}", absolute(&dir).display()));
             match OnHang::from(self.args.on_hang) {
                 OnHang::Exit => {
                     return Ok(Ended::Hang {
@@ -517,4 +526,9 @@ impl Watch<'_> {
             }
         }
     }
+}
+
+/// `path` made absolute against the current directory (as given when that fails).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
