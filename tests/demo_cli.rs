@@ -53,6 +53,17 @@ fn demo_shows_the_three_classes_of_the_hung_ring() {
     assert!(branch("1:[1]", "compute_forever"), "{out}");
     assert!(branch("1:[2]", "receive_token"), "{out}");
     assert!(branch("6:[0,3-7]", "barrier_wait"), "{out}");
+    // The C and Rust start-up frames above the program's own main are hidden.
+    assert!(
+        out.lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with("  strata::main")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("lang_start") && !out.contains("_start"),
+        "{out}"
+    );
     for pid in announced_pids(&err) {
         assert!(gone(pid), "demo rank {pid} left behind");
     }

@@ -27,6 +27,29 @@ fn view_prints_the_three_ring_classes() {
     assert!(!out.contains('\x1b'), "NO_COLOR must turn colours off");
 }
 
+/// Every tree used to start with the same start-up frames (`_start`,
+/// `__libc_start_main_impl`, ...) on every rank. They are hidden by default, said in the
+/// header; `--full-stacks` shows them and what lies below the MPI calls.
+#[test]
+fn start_up_frames_are_hidden_unless_full_stacks_are_asked_for() {
+    let (code, out, _) = parts(&strata(&["view", &example()]));
+    assert_eq!(code, 0);
+    assert!(
+        out.lines().next().unwrap().ends_with("start-up hidden"),
+        "{out}"
+    );
+    assert_eq!(out.lines().nth(1), Some("8:[0-7]  main"), "{out}");
+    assert!(!out.contains("_start"), "{out}");
+    let (code, out, _) = parts(&strata(&["view", &example(), "--full-stacks"]));
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().nth(1), Some("8:[0-7]  _start"), "{out}");
+    assert!(out.contains("opal_progress"), "below MPI too:\n{out}");
+    assert!(
+        !out.lines().next().unwrap().contains("start-up hidden"),
+        "{out}"
+    );
+}
+
 #[test]
 fn view_switches_granularity_and_cut_without_resampling() {
     let (code, out, _) = parts(&strata(&["view", &example(), "-g", "line", "--no-cut"]));

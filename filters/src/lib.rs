@@ -20,6 +20,7 @@ pub mod dense;
 pub mod frame;
 pub mod merge;
 pub mod remap;
+pub mod start_up;
 pub mod synth;
 pub mod taskset;
 pub mod tree;

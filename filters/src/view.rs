@@ -1,12 +1,14 @@
 //! Views: coarser trees derived from a sampled tree without sampling again.
 //!
-//! A view maps every frame to a coarser frame (the granularity) and optionally drops what
+//! A view maps every frame to a coarser frame (the granularity), optionally drops what
 //! lies below the first MPI entry of each path (spin-polling ranks show different library
-//! frames in every sample, which would split one "waiting in MPI_Barrier" class into many).
+//! frames in every sample, which would split one "waiting in MPI_Barrier" class into many),
+//! and optionally hides the start-up frames at the top of each path ([`crate::start_up`]).
 //! Siblings whose coarse frames coincide are merged. Because a view acts on each path
 //! independently, it commutes with merging: `view(merge(a, b)) == merge(view(a), view(b))`.
 
 use crate::frame::{CodeFrame, Frame, FrameId};
+use crate::start_up;
 use crate::taskset::TaskSet;
 use crate::tree::{NodeId, PrefixTree};
 use rustc_hash::FxHashMap;
@@ -97,6 +99,9 @@ pub struct ViewOptions {
     pub granularity: Granularity,
     /// Drop the frames below the first MPI entry of each path.
     pub cut_below_mpi: bool,
+    /// Hide the start-up frames at the top of each path (`_start`, `start_thread`, Rust's
+    /// `lang_start`), never a path's last frame.
+    pub hide_start_up: bool,
 }
 
 impl Default for ViewOptions {
@@ -104,6 +109,19 @@ impl Default for ViewOptions {
         ViewOptions {
             granularity: Granularity::Function,
             cut_below_mpi: true,
+            hide_start_up: true,
+        }
+    }
+}
+
+impl ViewOptions {
+    /// Every frame as sampled, in this granularity: nothing cut, nothing hidden (what
+    /// `--full-stacks` shows).
+    pub fn full(granularity: Granularity) -> ViewOptions {
+        ViewOptions {
+            granularity,
+            cut_below_mpi: false,
+            hide_start_up: false,
         }
     }
 }
@@ -124,40 +142,105 @@ pub fn view_with_cut<S: TaskSet>(
 ) -> PrefixTree<S> {
     let mut out: PrefixTree<S> = PrefixTree::new(tree.task_space(), tree.thread_space());
     let mut frame_map: FxHashMap<FrameId, FrameId> = FxHashMap::default();
-    // Image of each source node in `out`; None when the node lies below a cut.
+    let mut project = |out: &mut PrefixTree<S>, f: FrameId| {
+        *frame_map
+            .entry(f)
+            .or_insert_with(|| out.intern(&opts.granularity.project(tree.frame(f))))
+    };
+    // Per source node: its image in `out` (None when it lies below a cut), whether its
+    // children are cut away, and how its path so far is hidden.
     let mut image: Vec<Option<NodeId>> = Vec::with_capacity(tree.len());
-    // Whether the children of the source node are cut away.
     let mut cuts_below: Vec<bool> = Vec::with_capacity(tree.len());
+    let mut hiding: Vec<Hiding> = Vec::with_capacity(tree.len());
     for id in tree.node_ids() {
         let n = tree.node(id);
-        let (dst, cut) = match (n.parent, n.frame) {
-            (None, _) | (_, None) => (Some(NodeId::ROOT), false),
+        let (dst, cut, hidden) = match (n.parent, n.frame) {
+            (None, _) | (_, None) => (Some(NodeId::ROOT), false, Hiding::All),
             (Some(p), Some(f)) => {
                 if cuts_below[p.index()] || image[p.index()].is_none() {
-                    (None, true)
+                    (None, true, Hiding::No)
                 } else {
-                    let nf = *frame_map.entry(f).or_insert_with(|| {
-                        let projected = opts.granularity.project(tree.frame(f));
-                        out.intern(&projected)
-                    });
-                    let dst = out.child_or_insert(image[p.index()].expect("checked"), nf);
                     let frame = tree.frame(f);
-                    (
-                        Some(dst),
-                        (opts.cut_below_mpi && frame.is_mpi_entry()) || cut_below(frame),
-                    )
+                    // Where this path stands above this node: under a shown parent, or
+                    // with every frame so far hidden. A `main` that only calls the Rust
+                    // runtime is hidden on the paths that go on into it, shown on others.
+                    let (above, all_hidden) = match hiding[p.index()] {
+                        Hiding::No => (image[p.index()].expect("checked"), false),
+                        Hiding::All => (image[p.index()].expect("checked"), true),
+                        Hiding::IfRuntimeFollows => {
+                            let main = tree.node(p).frame.expect("not the root");
+                            if start_up::is_runtime_main(tree.frame(main), frame) {
+                                (image[p.index()].expect("checked"), true)
+                            } else {
+                                let pm = project(&mut out, main);
+                                let shown =
+                                    out.child_or_insert(image[p.index()].expect("checked"), pm);
+                                let node = out.node_mut(shown);
+                                node.tasks.union_with(&n.tasks);
+                                node.threads.union_with(&n.threads);
+                                (shown, false)
+                            }
+                        }
+                    };
+                    let hide = if !opts.hide_start_up || !all_hidden {
+                        Hiding::No
+                    } else if start_up::is_start_up(frame) {
+                        Hiding::All
+                    } else if frame.code().and_then(|c| c.function.as_deref()) == Some("main") {
+                        Hiding::IfRuntimeFollows
+                    } else {
+                        Hiding::No
+                    };
+                    if hide == Hiding::No {
+                        let nf = project(&mut out, f);
+                        let dst = out.child_or_insert(above, nf);
+                        (
+                            Some(dst),
+                            (opts.cut_below_mpi && frame.is_mpi_entry()) || cut_below(frame),
+                            Hiding::No,
+                        )
+                    } else {
+                        // Hidden for the paths that go on; the paths that end here keep it
+                        // (a path's last frame is never hidden).
+                        let (tasks, threads) =
+                            (tree.tasks_ending_at(id), tree.threads_ending_at(id));
+                        if !tasks.is_empty() || !threads.is_empty() {
+                            let nf = project(&mut out, f);
+                            let kept = out.child_or_insert(above, nf);
+                            let node = out.node_mut(kept);
+                            node.tasks.union_with(&tasks);
+                            node.threads.union_with(&threads);
+                        }
+                        (Some(above), false, hide)
+                    }
                 }
             }
         };
-        if let Some(d) = dst {
+        // A hidden node's sets are its parent's already (the root's, all of them).
+        if let Some(d) = dst
+            && (hidden == Hiding::No || id == NodeId::ROOT)
+        {
             let node = out.node_mut(d);
             node.tasks.union_with(&n.tasks);
             node.threads.union_with(&n.threads);
         }
         image.push(dst);
         cuts_below.push(cut);
+        hiding.push(hidden);
     }
     out
+}
+
+/// How a source node's path is hidden by [`ViewOptions::hide_start_up`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hiding {
+    /// Shown (or below a shown frame).
+    No,
+    /// It and every frame above it are hidden start-up frames (the root too).
+    All,
+    /// A `main` under hidden start-up frames: hidden on the paths where the Rust runtime
+    /// follows it, shown on the others.
+    IfRuntimeFollows,
 }
 
 #[cfg(test)]

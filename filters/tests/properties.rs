@@ -17,8 +17,12 @@ struct Job {
     traces: Vec<Vec<Vec<Frame>>>,
 }
 
-const ALPHABET: [&str; 7] = [
+/// Frame names, start-up frames among them (the view hides those at the top of a path).
+const ALPHABET: [&str; 10] = [
     "main",
+    "_start",
+    "start_thread",
+    "std::rt::lang_start_internal",
     "solve",
     "PMPI_Barrier",
     "opal_progress",
@@ -136,11 +140,31 @@ proptest! {
         prop_assert_eq!(naive.canonical(), remapped.canonical());
     }
 
+    /// Hiding start-up frames in a tree is hiding them in each of its paths: the view
+    /// equals the tree of the paths without their hidden prefix. One sample per rank: with
+    /// more, a tree knows a rank ends at a node only when none of its paths goes deeper.
+    #[test]
+    fn hiding_start_up_frames_acts_on_each_path(job in job_strategy(), cut in any::<bool>()) {
+        let job = Job { traces: job.traces.into_iter().map(|s| s[..1].to_vec()).collect() };
+        let shown = ViewOptions { hide_start_up: false, cut_below_mpi: cut, ..ViewOptions::default() };
+        let hidden = ViewOptions { hide_start_up: true, ..shown };
+        let mut each: PrefixTree<RankSet> = PrefixTree::new(job.traces.len() as u32, 0);
+        for (rank, samples) in job.traces.iter().enumerate() {
+            let n = strata_filters::start_up::hidden_prefix(&samples[0]);
+            each.add_trace(&samples[0][n..], rank as u32, None);
+        }
+        prop_assert_eq!(view(&direct(&job), hidden).canonical(), view(&each, shown).canonical());
+    }
+
     /// Views commute with merging and with the remap.
     #[test]
     fn views_commute_with_merge((job, groups, order, _f) in job_and_placement(),
-                                gran in 0usize..3, cut in any::<bool>()) {
-        let opts = ViewOptions { granularity: Granularity::ALL[gran], cut_below_mpi: cut };
+                                gran in 0usize..3, cut in any::<bool>(), hide in any::<bool>()) {
+        let opts = ViewOptions {
+            granularity: Granularity::ALL[gran],
+            cut_below_mpi: cut,
+            hide_start_up: hide,
+        };
         let n = job.traces.len() as u32;
         let daemons: Vec<PrefixTree<TaskRuns>> = order.iter().map(|&g| daemon_tree(&job, &groups[g])).collect();
         let map: Vec<u32> = order.iter().flat_map(|&g| groups[g].iter().copied()).collect();

@@ -319,6 +319,11 @@ pub struct ShowArgs {
     /// spin-polling ranks show different library frames in every sample).
     #[arg(long)]
     pub no_cut: bool,
+    /// Show every frame as sampled: the start-up frames at the top of each stack
+    /// (`_start`, `start_thread`, Rust's `lang_start`, hidden by default) and the frames
+    /// below MPI calls. Result files always keep every frame.
+    #[arg(long)]
+    pub full_stacks: bool,
     /// Which tree to draw.
     #[arg(long, value_enum, default_value = "3d")]
     pub tree: TreeArg,

@@ -46,11 +46,12 @@ pub fn write_all(
     annotation: Option<&dyn Annotation>,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let default = ViewOptions::default();
-    let flame = ViewOptions {
-        granularity: Granularity::Function,
-        cut_below_mpi: false,
+    // The files keep every frame a sample saw: start-up frames are hidden only on screen.
+    let default = ViewOptions {
+        hide_start_up: false,
+        ..ViewOptions::default()
     };
+    let flame = ViewOptions::full(Granularity::Function);
     let mut files: Vec<(&str, String)> = vec![
         (JSON_FILE, result.to_json()),
         (

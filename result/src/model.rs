@@ -425,7 +425,11 @@ pub fn class_paths(tree: &PrefixTree<RankSet>, class: &EqClass<RankSet>) -> Vec<
 impl StrataResult {
     /// The result as pretty JSON.
     pub fn to_json(&self) -> String {
-        let opts = ViewOptions::default();
+        // The file's classes keep every frame, as its trees do.
+        let opts = ViewOptions {
+            hide_start_up: false,
+            ..ViewOptions::default()
+        };
         let v = view(&self.tree_3d, opts);
         let classes = equivalence_classes(&v)
             .iter()

@@ -139,6 +139,7 @@ fn ring_text() {
     let line = ViewOptions {
         granularity: Granularity::Line,
         cut_below_mpi: false,
+        hide_start_up: false,
     };
     insta::assert_snapshot!(
         "ring_text_line_uncut_2d",
@@ -164,10 +165,7 @@ fn ring_dot_and_folded() {
         "ring_dot_3d",
         dot::render(&r, TreeKind::ThreeD, ViewOptions::default())
     );
-    let flame = ViewOptions {
-        granularity: Granularity::Function,
-        cut_below_mpi: false,
-    };
+    let flame = ViewOptions::full(Granularity::Function);
     insta::assert_snapshot!(
         "ring_folded_2d_uncut",
         folded::render(&r, TreeKind::TwoD, flame)
@@ -233,10 +231,7 @@ fn dot_has_stats_attributes() {
     for r in [ring_result(), troubled_result()] {
         for opts in [
             ViewOptions::default(),
-            ViewOptions {
-                granularity: Granularity::Module,
-                cut_below_mpi: false,
-            },
+            ViewOptions::full(Granularity::Module),
         ] {
             let d = dot::render(&r, TreeKind::ThreeD, opts);
             let mut nodes = 0;

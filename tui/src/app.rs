@@ -334,6 +334,20 @@ impl App {
                 };
                 self.edit(s, what);
             }
+            KeyCode::Char('s') => {
+                // Full stacks: every frame as sampled, or back to the default view's
+                // hiding and cutting.
+                let mut s = self.state.clone();
+                let full = s.opts.hide_start_up || s.opts.cut_below_mpi;
+                s.opts.hide_start_up = !full;
+                s.opts.cut_below_mpi = !full;
+                let what = if full {
+                    "full stacks: start-up frames and frames below MPI calls shown"
+                } else {
+                    "start-up frames hidden, cut below MPI calls"
+                };
+                self.edit(s, what);
+            }
             KeyCode::Char('x') => {
                 let text = self.state.cut_pattern.clone().unwrap_or_default();
                 self.ask(PromptKind::Cut, text);

@@ -27,6 +27,14 @@ use strata_result::variables::{ReadClass, Reading, VariableReads, VariableSpec};
 
 /// Keys as a user types them: characters, and names in angle brackets (`<Down>`, `<Tab>`,
 /// `<S-Tab>`, `<Enter>`, `<Esc>`, `<Space>`, `<PgDn>`, `<C-c>`, `<lt>`, `<gt>`...).
+/// The view with every start-up frame shown: most tests walk the ring's whole stacks
+/// (`_start` first), as they were written before start-up frames were hidden by default.
+fn raw() -> ViewState {
+    let mut v = ViewState::default();
+    v.opts.hide_start_up = false;
+    v
+}
+
 fn keys(spec: &str) -> Vec<KeyEvent> {
     let mut out = Vec::new();
     let mut chars = spec.chars();
@@ -76,12 +84,7 @@ fn press(app: &mut App, spec: &str) -> Vec<Step> {
 }
 
 fn ring_app() -> App {
-    App::new(
-        ring_result(),
-        Box::new(Saved),
-        ViewState::default(),
-        "node1",
-    )
+    App::new(ring_result(), Box::new(Saved), raw(), "node1")
 }
 
 /// The selected node's frame text.
@@ -181,12 +184,7 @@ fn live_app(results: Vec<StrataResult>) -> (App, Rc<RefCell<Vec<String>>>) {
         results,
         log: Rc::clone(&log),
     };
-    let app = App::new(
-        ring_result(),
-        Box::new(source),
-        ViewState::default(),
-        "node1",
-    );
+    let app = App::new(ring_result(), Box::new(source), raw(), "node1");
     (app, log)
 }
 
@@ -248,6 +246,28 @@ fn it_starts_on_the_first_frame_with_every_node_expanded() {
 }
 
 #[test]
+fn start_up_frames_are_hidden_at_start_and_s_shows_the_full_stacks() {
+    let mut app = App::new(
+        ring_result(),
+        Box::new(Saved),
+        ViewState::default(),
+        "node1",
+    );
+    assert_eq!(selected(&app), "main", "_start and libc's start-up hidden");
+    assert_eq!(visible(&app).len(), 6);
+    press(&mut app, "s");
+    assert_eq!(visible(&app)[0], "_start");
+    // And what lies below the MPI calls.
+    assert!(visible(&app).len() > 9, "{:?}", visible(&app));
+    assert!(message(&app).contains("full stacks"), "{}", message(&app));
+    assert!(!app.state().opts.cut_below_mpi && !app.state().opts.hide_start_up);
+    press(&mut app, "s");
+    assert_eq!(app.state(), &ViewState::default());
+    press(&mut app, "su");
+    assert_eq!(app.state(), &ViewState::default(), "u undoes it");
+}
+
+#[test]
 fn arrows_and_vi_keys_move_collapse_and_expand() {
     let mut app = ring_app();
     press(&mut app, "jjj<Down>j");
@@ -303,7 +323,7 @@ fn focus_shows_the_subtree_and_undo_walks_back() {
     press(&mut app, "u");
     assert!(app.state().focus.is_some(), "undo restores the focus");
     press(&mut app, "u");
-    assert_eq!(app.state(), &ViewState::default());
+    assert_eq!(app.state(), &raw());
     press(&mut app, "u");
     assert_eq!(message(&app), "nothing to undo");
 }
@@ -376,7 +396,7 @@ fn granularity_cycles_and_the_tree_switches_between_2d_and_3d() {
         8
     );
     press(&mut app, "uuuu");
-    assert_eq!(app.state(), &ViewState::default());
+    assert_eq!(app.state(), &raw());
 }
 
 // ----- finding -----
@@ -549,7 +569,7 @@ fn source_lines_are_shown_when_the_file_is_readable() {
     r.meta.ranks.truncate(3);
     r.tree_2d = tree.clone();
     r.tree_3d = tree;
-    let mut app = App::new(r, Box::new(Saved), ViewState::default(), "node1");
+    let mut app = App::new(r, Box::new(Saved), raw(), "node1");
     press(&mut app, "j"); // solve, at function granularity: lines 20 (2 ranks) and 24
     assert_eq!(selected(&app), "solve");
     press(&mut app, "o");
@@ -611,12 +631,7 @@ fn the_debugger_hand_off_shows_the_command_and_enter_runs_it() {
     assert!(app.dialog().is_none());
     // From another host, a local job's rank is reached over ssh; the barrier's class has
     // rank 0 as its representative.
-    let mut app = App::new(
-        ring_result(),
-        Box::new(Saved),
-        ViewState::default(),
-        "login",
-    );
+    let mut app = App::new(ring_result(), Box::new(Saved), raw(), "login");
     press(&mut app, "jjjjG");
     let d = app.dialog().unwrap();
     assert!(
@@ -753,7 +768,7 @@ fn the_selection_scrolls_into_view_on_a_small_screen() {
         noise: 0.2,
         ..SynthParams::default()
     });
-    let mut app = App::new(r, Box::new(Saved), ViewState::default(), "n00");
+    let mut app = App::new(r, Box::new(Saved), raw(), "n00");
     assert!(app.rows().len() > 21);
     press(&mut app, "<End>");
     let text = screen(&mut app, 80, 24);
@@ -793,7 +808,7 @@ fn snapshot_synthetic_threads_and_noise_wide() {
         threads_per_task: 2,
         ..SynthParams::default()
     });
-    let mut app = App::new(r, Box::new(Saved), ViewState::default(), "n00");
+    let mut app = App::new(r, Box::new(Saved), raw(), "n00");
     press(&mut app, "C<Tab><Tab>");
     insta::assert_snapshot!("synth_threads_classes_120x30", screen(&mut app, 120, 30));
 }
@@ -807,7 +822,7 @@ fn partial_results_show_missing_ranks_in_red() {
         ranks: "8-9".into(),
         reason: "daemon 1 did not answer".into(),
     });
-    let mut app = App::new(r, Box::new(Saved), ViewState::default(), "node1");
+    let mut app = App::new(r, Box::new(Saved), raw(), "node1");
     let buf = draw(&mut app, 80, 24, true);
     let text = ui::screen_text(&buf);
     let (y, line) = text
@@ -862,7 +877,13 @@ fn the_user_guide_shows_the_screen_the_code_draws() {
         .take_while(|l| !l.starts_with("```"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let mut app = ring_app();
+    // What a user sees: the default view.
+    let mut app = App::new(
+        ring_result(),
+        Box::new(Saved),
+        ViewState::default(),
+        "node1",
+    );
     press(&mut app, "C<Tab>");
     let drawn = screen(&mut app, 80, 24);
     assert_eq!(

@@ -30,7 +30,8 @@ pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
             GranularityArg::Line => Granularity::Line,
             GranularityArg::Module => Granularity::Module,
         },
-        cut_below_mpi: !args.no_cut,
+        cut_below_mpi: !args.no_cut && !args.full_stacks,
+        hide_start_up: !args.full_stacks,
     };
     let kind = match args.tree {
         TreeArg::TwoD => TreeKind::TwoD,

@@ -13,6 +13,7 @@ pub(super) fn line_tree(result: &StrataResult) -> PrefixTree<RankSet> {
         ViewOptions {
             granularity: Granularity::Line,
             cut_below_mpi: true,
+            hide_start_up: false,
         },
     )
 }

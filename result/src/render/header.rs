@@ -34,6 +34,9 @@ pub fn header_parts(result: &StrataResult, kind: TreeKind, opts: ViewOptions) ->
     if opts.cut_below_mpi {
         parts.push("cut below MPI".to_string());
     }
+    if opts.hide_start_up {
+        parts.push("start-up hidden".to_string());
+    }
     parts
 }
 
