@@ -81,7 +81,7 @@ fn function(frame: &Frame) -> Option<&str> {
 
 /// The number of start-up frames at the top of `path` (outermost first) that a view hides:
 /// the run of start-up frames, `main` included where the runtime follows it, never the
-/// path's last frame. What [`crate::view`] does to each path of a tree.
+/// path's last frame. What [`crate::view()`] does to each path of a tree.
 pub fn hidden_prefix(path: &[Frame]) -> usize {
     let mut n = 0;
     while n + 1 < path.len() && (is_start_up(&path[n]) || is_runtime_main(&path[n], &path[n + 1])) {
