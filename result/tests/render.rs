@@ -324,7 +324,9 @@ proptest! {
         }
         let text = String::from_utf8_lossy(&bad);
         let _ = StrataResult::from_json(&text, "bad.json");
-        let cut_text = String::from_utf8_lossy(&good[..cut.index(good.len())]);
+        // Cut before the closing brace: the file ends "}\n", and a cut between the two
+        // leaves a whole document (this test failed now and then on exactly that cut).
+        let cut_text = String::from_utf8_lossy(&good[..cut.index(good.len() - 2)]);
         prop_assert!(StrataResult::from_json(&cut_text, "cut.json").is_err());
     }
 }
