@@ -205,4 +205,25 @@ fn other_users_processes_are_refused_and_own_ones_work_as_nobody() {
     assert!(out.contains("main_level3"), "{out}");
     assert!(start.elapsed() < Duration::from_secs(30));
     assert_free(nobodys.pid());
+
+    // Root too inspects only its own processes, as attach does: one rule for both (root
+    // used to dump anyone's). The owner is named, and how to do it.
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("user nobody")
+        .uid;
+    let (code, out, err) = parts(&strata(&["dump", &nobodys.pid().to_string()]));
+    assert_eq!(code, 6, "{out}\n{err}");
+    assert!(
+        err.contains(&format!("belongs to uid {nobody}"))
+            && err.contains("run strata as its owner"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let pid = nobodys.pid().to_string();
+    let attach = ["attach", "--pids", &pid, "-n", "1", "--no-files"];
+    let (code, _, err) = parts(&strata(&attach));
+    assert_eq!(code, 6, "{err}");
+    assert!(err.contains(&format!("uid {nobody}")), "{err}");
+    assert_free(nobodys.pid());
 }

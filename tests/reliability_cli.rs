@@ -295,10 +295,25 @@ fn pids_that_are_not_process_ids_are_usage_errors() {
         let first = err.lines().next().unwrap_or("");
         let value = args.last().unwrap();
         assert!(
-            first.starts_with("error:") && first.contains(value),
+            first.starts_with("strata: error:") && first.contains(value),
             "{args:?}: the first line names the value:\n{err}"
         );
         assert!(!err.contains("tip:"), "{args:?}: no misleading tip:\n{err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line:\n{err}");
+    }
+    // clap's own errors too: one line naming the help, not four to six of usage.
+    for args in [
+        &["attach"][..],
+        &["view", "--colour", "auto", "x"],
+        &["dump"],
+    ] {
+        let (code, out, err) = parts(&strata(args));
+        assert_eq!(code, 2, "{args:?}:\n{out}\n{err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line:\n{err}");
+        assert!(
+            err.contains(&format!("see 'strata {} --help'", args[0])),
+            "{err}"
+        );
     }
 }
 
@@ -512,4 +527,35 @@ fn a_modest_address_space_limit_is_worked_within_and_a_tiny_one_refused() {
         err.contains("address-space limit (ulimit -v) is 50000 KiB"),
         "{err}"
     );
+}
+
+/// Another user's launcher: strata takes only the invoking user's processes, so it has no
+/// rank for it. As a non-root user this exited 5 ("no rank below it"); the exit-code table
+/// says 6 for another user's processes, and the message names the owner.
+#[test]
+fn another_users_launcher_is_refused_as_permission_denied() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test switches to the user nobody: run the suite as root (tests/run-all.sh)"
+    );
+    let roots = Sleeper::start();
+    let (_dir, bin, _) = support::public_copies(&target::compile(
+        "capture_target.c",
+        "capture_target",
+        &["-O0", "-g"],
+    ));
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["attach", "--launcher-pid", &roots.pid(), "--no-files"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let (code, out, err) = parts(&out);
+    assert_eq!(code, 6, "{out}\n{err}");
+    assert!(
+        err.contains(&format!("launcher pid {} belongs to uid 0", roots.pid())),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
 }

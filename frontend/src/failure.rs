@@ -126,3 +126,93 @@ pub fn capture_exit(e: &CaptureError) -> Exit {
         _ => Exit::Internal,
     }
 }
+
+/// A command-line error from clap as one failure line: clap's message (with any tip, which
+/// names a similar option) and where the options are listed, instead of clap's four to six
+/// lines of usage. Help and version requests are not failures: `None`.
+/// `subcommand`: the first argument, when it names one (clap's usage line, which names it
+/// too, is missing from some errors).
+pub fn usage_failure(e: &clap::Error, subcommand: Option<&str>) -> Option<Failure> {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    let known = subcommand.filter(|s| {
+        <crate::cli::Cli as clap::CommandFactory>::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == *s)
+    });
+    let command = known.map_or_else(|| "strata".to_string(), |s| format!("strata {s}"));
+    Some(Failure::new(
+        Exit::BadInput,
+        one_line(&e.render().to_string(), &command),
+    ))
+}
+
+/// clap's rendered error text, one line: `MESSAGE[ DETAIL...][; tip: ...]; see 'CMD --help'`
+/// (`command` unless clap's usage line names one).
+fn one_line(rendered: &str, command: &str) -> String {
+    let mut message = String::new();
+    let mut tips = Vec::new();
+    let mut command = command.to_string();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if let Some(m) = line.strip_prefix("error: ") {
+            message = m.trim_end_matches(':').to_string();
+        } else if let Some(t) = line.strip_prefix("tip: ") {
+            tips.push(t.to_string());
+        } else if let Some(u) = line.strip_prefix("Usage: ") {
+            command = u
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['<', '[', '-']))
+                .collect::<Vec<_>>()
+                .join(" ");
+        } else if !line.is_empty() && !line.starts_with("For more information") {
+            // The details of the message: the missing arguments, one per line.
+            message.push_str(if message.ends_with(':') { " " } else { ": " });
+            message.push_str(line);
+        }
+    }
+    for t in tips {
+        message.push_str("; ");
+        message.push_str(&t);
+    }
+    format!("{message}; see '{command} --help'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line_naming_the_help() {
+        let missing = "error: the following required arguments were not provided:\n  \
+                       <RESULT>\n\nUsage: strata view <RESULT>\n\nFor more information, try \
+                       '--help'.\n";
+        assert_eq!(
+            one_line(missing, "strata"),
+            "the following required arguments were not provided: <RESULT>; see 'strata view \
+             --help'"
+        );
+        let unknown = "error: unexpected argument '--colour' found\n\n  tip: a similar \
+                       argument exists: '--color'\n\nUsage: strata view --color <COLOR> \
+                       <RESULT>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(unknown, "strata"),
+            "unexpected argument '--colour' found; a similar argument exists: '--color'; \
+             see 'strata view --help'"
+        );
+        let invalid = "error: invalid value 'abc' for '--pids <PID,...>': not a process id\n\n\
+                       For more information, try '--help'.\n";
+        assert_eq!(
+            one_line(invalid, "strata attach"),
+            "invalid value 'abc' for '--pids <PID,...>': not a process id; see 'strata \
+             attach --help'"
+        );
+    }
+}

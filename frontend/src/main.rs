@@ -20,7 +20,19 @@ fn main() -> ExitCode {
     // Before anything else: on a node whose cores spinning ranks take, a strata process at
     // the normal policy can wait seconds for a core (see `strata_launcher::priority`).
     strata_launcher::priority::raise_current_thread();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            match strata_frontend::failure::usage_failure(&e, std::env::args().nth(1).as_deref()) {
+                // Help and version, as clap prints them.
+                None => e.exit(),
+                Some(failure) => {
+                    eprintln!("strata: error: {}", failure.message);
+                    return ExitCode::from(failure.exit.code());
+                }
+            }
+        }
+    };
     let result = run(cli);
     // The tree's warnings go to stderr through a queue that never blocks (a pipe nobody
     // reads must not stall a session); the last of them are written before the error line.

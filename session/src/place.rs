@@ -52,6 +52,18 @@ pub fn where_to_attach(req: &AttachRequest) -> Result<Place, AttachError> {
         if req.rm == Some(ResourceManager::Slurm) {
             return bad("--rm slurm needs a job id: strata attach JOBID");
         }
+        // Only the invoking user's processes (real uid), root included: another user's
+        // launcher has no rank strata may take.
+        if let JobTarget::Launcher(pid) = req.target
+            && let Ok(owner) = strata_daemon::procfs::uid(pid)
+            && owner != nix::unistd::getuid().as_raw()
+        {
+            return Err(AttachError::PermissionDenied(format!(
+                "launcher pid {pid} belongs to uid {owner}, not to you (uid {}): strata \
+                 inspects only your own processes; run strata as its owner",
+                nix::unistd::getuid()
+            )));
+        }
         if let JobTarget::Launcher(pid) = req.target
             && !req.any_launcher
             && let Ok(stat) = strata_daemon::procfs::stat(pid)

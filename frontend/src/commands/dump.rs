@@ -45,10 +45,26 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     let options = CaptureOptions::default();
     let max_frames = args.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
 
+    // One rule with `attach`: strata inspects only the invoking user's processes (real
+    // uid), also when run as root; another user's process is dumped by running strata as
+    // that user. Others are refused before any ptrace.
+    let me = nix::unistd::getuid().as_raw();
+    let refusal = |pid: i32| match strata_daemon::procfs::uid(pid) {
+        Ok(owner) if owner != me => Some(CaptureError::OtherUser { pid, owner, me }),
+        _ => None,
+    };
+    let refusals: Vec<Option<CaptureError>> = args.pids.iter().map(|&p| refusal(p)).collect();
+    let own: Vec<i32> = args
+        .pids
+        .iter()
+        .zip(&refusals)
+        .filter(|(_, r)| r.is_none())
+        .map(|(&p, _)| p)
+        .collect();
     let mut held: Vec<Held<'_>> = Vec::new();
-    let captures: Vec<Result<TaskCapture, CaptureError>> = match hold {
+    let own_captures: Vec<Result<TaskCapture, CaptureError>> = match hold {
         Some(d) => capturer
-            .capture_and_hold_many(&args.pids, &options, d)
+            .capture_and_hold_many(&own, &options, d)
             .into_iter()
             .map(|h| {
                 h.map(|h| {
@@ -58,8 +74,17 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
                 })
             })
             .collect(),
-        None => capturer.capture(&args.pids, &options),
+        None => capturer.capture(&own, &options),
     };
+    // In the order asked, the refused ones in their places.
+    let mut own_captures = own_captures.into_iter();
+    let captures: Vec<Result<TaskCapture, CaptureError>> = refusals
+        .into_iter()
+        .map(|r| match r {
+            Some(e) => Err(e),
+            None => own_captures.next().expect("one capture per own pid"),
+        })
+        .collect();
 
     let mut out = String::new();
     let mut errors: Vec<CaptureError> = Vec::new();
