@@ -539,34 +539,86 @@ fn a_thread_that_misses_the_deadline_is_waited_for_again_not_blamed_on_a_debugge
     assert_free(target.pid());
 }
 
+/// The starvation tests pin a target and a real-time hog to CPU 0: one at a time.
+static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A spinning target pinned to CPU 0.
+fn spinner_on_cpu0() -> Target {
+    let target = Target::of("capture_spin", &["0"]);
+    let pin = Command::new("taskset")
+        .args(["-a", "-p", "-c", "0", &target.pid().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset (util-linux)");
+    assert!(pin.success(), "taskset could not pin the target");
+    target
+}
+
+/// A real-time hog on CPU 0 for `secs`: a target pinned there is runnable but gets no core
+/// (the fair server lends it one only after most of a second). The hog spins at FIFO 2,
+/// under `timeout` at FIFO 3, which can preempt it to end it.
+fn hog_cpu0(secs: &str) -> std::process::Child {
+    let hog = Command::new("taskset")
+        .args([
+            "-c", "0", "chrt", "-f", "3", "timeout", secs, "chrt", "-f", "2",
+        ])
+        .args(["sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset, chrt and timeout (util-linux, coreutils)");
+    std::thread::sleep(Duration::from_millis(30));
+    hog
+}
+
+/// A rank starved for a whole attach (a hung job's other ranks take every core): each
+/// capture waited the whole grace period for it, and one attach of 65 samples took 157 s.
+/// Once a task's captures have spent their budget on threads without a core
+/// (`STARVED_BUDGET` timeouts), they wait only a twentieth of a timeout and give no grace.
+#[test]
+fn a_starved_task_stops_costing_a_grace_period_once_its_budget_is_spent() {
+    let _cpu0 = CPU0.lock().unwrap_or_else(|e| e.into_inner());
+    let target = spinner_on_cpu0();
+    let pid = target.pid();
+    let mut hog = hog_cpu0("4");
+    let capturer = Capturer::new(1);
+    let hurried = CaptureOptions {
+        stop_timeout: Duration::from_millis(50),
+        ..CaptureOptions::default()
+    };
+    // The budget is 10 timeouts (500 ms): the first capture's grace (250 ms) and a few
+    // whole timeouts spend it; 12 captures are more than enough.
+    let mut waits = Vec::new();
+    for _ in 0..12 {
+        let task = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
+        match &task.main_thread().unwrap().snapshot {
+            Err(ThreadError::DidNotStop(waited, _)) => waits.push(*waited),
+            // The fair server lends a starved thread a core now and then.
+            Ok(_) => waits.push(Duration::ZERO),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let _ = hog.wait();
+    assert!(
+        waits.iter().any(|w| *w >= Duration::from_millis(200)),
+        "the first miss still gets its grace period: {waits:?}"
+    );
+    assert!(
+        waits[9..].iter().all(|w| *w < Duration::from_millis(50)),
+        "a spent budget leaves a short wait, under one timeout: {waits:?}"
+    );
+    drop(capturer);
+    assert_free(pid);
+}
+
 /// A spinning thread that had no core when its deadline passed (a node busier than its
 /// cores) is runnable, not hung: it gets a grace period, and if it misses that too, the next
 /// capture waits for it again in full and captures it as soon as it gets a core. It is not
 /// reported as not stopped for the rest of the session.
 #[test]
 fn a_starved_runnable_thread_gets_a_grace_period_and_the_next_capture() {
-    let target = Target::of("capture_spin", &["0"]);
+    let _cpu0 = CPU0.lock().unwrap_or_else(|e| e.into_inner());
+    let target = spinner_on_cpu0();
     let pid = target.pid();
-    let pin = Command::new("taskset")
-        .args(["-a", "-p", "-c", "0", &pid.to_string()])
-        .stdout(Stdio::null())
-        .status()
-        .expect("taskset (util-linux)");
-    assert!(pin.success(), "taskset could not pin the target");
-    // A real-time hog on the target's only core for `secs`: the target is runnable but gets
-    // no core (the fair server lends it one only after most of a second). The hog spins at
-    // FIFO 2, under `timeout` at FIFO 3, which can preempt it to end it.
-    let hog = |secs: &str| {
-        let hog = Command::new("taskset")
-            .args([
-                "-c", "0", "chrt", "-f", "3", "timeout", secs, "chrt", "-f", "2",
-            ])
-            .args(["sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset, chrt and timeout (util-linux, coreutils)");
-        std::thread::sleep(Duration::from_millis(30));
-        hog
-    };
+    let hog = hog_cpu0;
     let capturer = Capturer::new(1);
     let hurried = CaptureOptions {
         stop_timeout: Duration::from_millis(50),
