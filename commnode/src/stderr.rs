@@ -24,26 +24,29 @@ struct Writer {
     dropped: AtomicU64,
 }
 
+static WRITER: OnceLock<Option<Writer>> = OnceLock::new();
+
+/// The writer, started on first use (its thread raised like every strata thread: one at
+/// the normal policy, starved by spinning ranks, would hold up the process's exit).
 fn writer() -> Option<&'static Writer> {
-    static WRITER: OnceLock<Option<Writer>> = OnceLock::new();
     WRITER
         .get_or_init(|| {
             let (queue, lines) = sync_channel::<String>(QUEUE);
-            std::thread::Builder::new()
-                .name("strata-stderr".into())
-                .spawn(move || {
-                    let mut err = std::io::stderr();
-                    for line in lines {
-                        let Some(w) = writer() else { return };
-                        let lost = w.dropped.swap(0, Ordering::Relaxed);
-                        if lost > 0 {
-                            let _ = writeln!(err, "strata: {lost} warning line(s) dropped");
-                        }
-                        let _ = writeln!(err, "{line}");
-                        w.pending.fetch_sub(1, Ordering::Relaxed);
+            strata_launcher::priority::spawn_raised("strata-stderr", move || {
+                let mut err = std::io::stderr();
+                for line in lines {
+                    let Some(w) = WRITER.get().and_then(Option::as_ref) else {
+                        return;
+                    };
+                    let lost = w.dropped.swap(0, Ordering::Relaxed);
+                    if lost > 0 {
+                        let _ = writeln!(err, "strata: {lost} warning line(s) dropped");
                     }
-                })
-                .ok()?;
+                    let _ = writeln!(err, "{line}");
+                    w.pending.fetch_sub(1, Ordering::Relaxed);
+                }
+            })
+            .ok()?;
             Some(Writer {
                 queue,
                 pending: AtomicU64::new(0),
@@ -68,7 +71,10 @@ pub fn line(line: String) {
 /// Waits up to `limit` for the queued lines to be written (before the process exits, so
 /// that its last warnings are not lost with it).
 pub fn flush(limit: std::time::Duration) {
-    let Some(w) = writer() else { return };
+    // A process that never warned has no writer, and none is started for this.
+    let Some(w) = WRITER.get().and_then(Option::as_ref) else {
+        return;
+    };
     let end = std::time::Instant::now() + limit;
     while w.pending.load(Ordering::Relaxed) > 0 && std::time::Instant::now() < end {
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -819,78 +819,75 @@ impl HoldSession {
     ) -> (HoldSession, Vec<RankText>) {
         let (tx, rx) = std::sync::mpsc::channel::<HoldRequest>();
         let (first_tx, first_rx) = tokio::sync::oneshot::channel();
-        let thread = std::thread::Builder::new()
-            .name("strata-hold".into())
-            .spawn(move || {
-                let pids: Vec<Pid> = chosen.iter().map(|c| c.1).collect();
-                let held =
-                    capturer.capture_and_hold_many(&pids, &CaptureOptions::default(), MAX_HOLD);
-                let status: Vec<RankText> = chosen
-                    .iter()
-                    .zip(&held)
-                    .map(|(&(rank, _), h)| RankText {
+        let thread = strata_launcher::priority::spawn_raised("strata-hold", move || {
+            let pids: Vec<Pid> = chosen.iter().map(|c| c.1).collect();
+            let held = capturer.capture_and_hold_many(&pids, &CaptureOptions::default(), MAX_HOLD);
+            let status: Vec<RankText> = chosen
+                .iter()
+                .zip(&held)
+                .map(|(&(rank, _), h)| RankText {
+                    rank,
+                    text: String::new(),
+                    error: h.as_ref().err().map(|e| e.to_string()),
+                })
+                .collect();
+            let _ = first_tx.send(status);
+            let mut held: Vec<(u32, Option<crate::capture::Held<'_>>)> = chosen
+                .iter()
+                .zip(held)
+                .map(|(&(rank, _), h)| (rank, h.ok()))
+                .collect();
+            while let Ok(req) = rx.recv() {
+                match req {
+                    HoldRequest::Read {
                         rank,
-                        text: String::new(),
-                        error: h.as_ref().err().map(|e| e.to_string()),
-                    })
-                    .collect();
-                let _ = first_tx.send(status);
-                let mut held: Vec<(u32, Option<crate::capture::Held<'_>>)> = chosen
-                    .iter()
-                    .zip(held)
-                    .map(|(&(rank, _), h)| (rank, h.ok()))
-                    .collect();
-                while let Ok(req) = rx.recv() {
-                    match req {
-                        HoldRequest::Read {
-                            rank,
-                            address,
-                            length,
-                            reply,
-                        } => {
-                            let r = match held.iter().find(|(r, _)| *r == rank) {
-                                Some((_, Some(h))) => {
-                                    let mut buf = vec![0u8; length as usize];
-                                    h.memory()
-                                        .read(address, &mut buf)
-                                        .map(|_| buf)
-                                        .map_err(|e| e.to_string())
-                                }
-                                _ => Err("not held".to_string()),
-                            };
-                            let _ = reply.send(r);
-                        }
-                        HoldRequest::Capture { rank, reply } => {
-                            // Only while the hold lasts, and long enough for the read: a
-                            // task its deadline let go runs, and its memory no longer
-                            // matches the capture (the caller stops it afresh instead).
-                            let capture = held
-                                .iter()
-                                .find(|(r, _)| *r == rank)
-                                .and_then(|(_, h)| h.as_ref())
-                                .filter(|h| h.keep(HELD_READ))
-                                .map(|h| h.capture().clone());
-                            let _ = reply.send(capture);
-                        }
-                        HoldRequest::Release { reply } => {
-                            let released = held
-                                .drain(..)
-                                .filter_map(|(rank, h)| {
-                                    Some(RankText {
-                                        rank,
-                                        text: String::new(),
-                                        error: h?.release().err().map(|e| e.to_string()),
-                                    })
+                        address,
+                        length,
+                        reply,
+                    } => {
+                        let r = match held.iter().find(|(r, _)| *r == rank) {
+                            Some((_, Some(h))) => {
+                                let mut buf = vec![0u8; length as usize];
+                                h.memory()
+                                    .read(address, &mut buf)
+                                    .map(|_| buf)
+                                    .map_err(|e| e.to_string())
+                            }
+                            _ => Err("not held".to_string()),
+                        };
+                        let _ = reply.send(r);
+                    }
+                    HoldRequest::Capture { rank, reply } => {
+                        // Only while the hold lasts, and long enough for the read: a
+                        // task its deadline let go runs, and its memory no longer
+                        // matches the capture (the caller stops it afresh instead).
+                        let capture = held
+                            .iter()
+                            .find(|(r, _)| *r == rank)
+                            .and_then(|(_, h)| h.as_ref())
+                            .filter(|h| h.keep(HELD_READ))
+                            .map(|h| h.capture().clone());
+                        let _ = reply.send(capture);
+                    }
+                    HoldRequest::Release { reply } => {
+                        let released = held
+                            .drain(..)
+                            .filter_map(|(rank, h)| {
+                                Some(RankText {
+                                    rank,
+                                    text: String::new(),
+                                    error: h?.release().err().map(|e| e.to_string()),
                                 })
-                                .collect();
-                            let _ = reply.send(released);
-                            return;
-                        }
+                            })
+                            .collect();
+                        let _ = reply.send(released);
+                        return;
                     }
                 }
-                // The session was dropped: the holds end with `held`.
-            })
-            .expect("a thread for the hold");
+            }
+            // The session was dropped: the holds end with `held`.
+        })
+        .expect("a thread for the hold");
         let status = first_rx.await.unwrap_or_default();
         (
             HoldSession {

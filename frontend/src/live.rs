@@ -254,18 +254,16 @@ fn unless_debugging(
     signals: std::sync::mpsc::Receiver<nix::sys::signal::Signal>,
 ) -> std::sync::mpsc::Receiver<nix::sys::signal::Signal> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let _ = std::thread::Builder::new()
-        .name("strata-signal-filter".into())
-        .spawn(move || {
-            while let Ok(sig) = signals.recv() {
-                if sig == nix::sys::signal::Signal::SIGINT && tui::debugger_running() {
-                    continue;
-                }
-                if tx.send(sig).is_err() {
-                    break;
-                }
+    let _ = strata_launcher::priority::spawn_raised("strata-signal-filter", move || {
+        while let Ok(sig) = signals.recv() {
+            if sig == nix::sys::signal::Signal::SIGINT && tui::debugger_running() {
+                continue;
             }
-        });
+            if tx.send(sig).is_err() {
+                break;
+            }
+        }
+    });
     rx
 }
 
@@ -276,19 +274,17 @@ fn watch_signals(source: &LiveSource) {
     let Some(flag) = source.session.as_deref().map(Session::interrupt_flag) else {
         return;
     };
-    let _ = std::thread::Builder::new()
-        .name("strata-tui-signals".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(Duration::from_millis(100));
-                let sig = *flag.lock().expect("not poisoned");
-                if let Some(sig) = sig {
-                    // Give the shutdown a moment to reach the daemons before the links close.
-                    std::thread::sleep(Duration::from_millis(500));
-                    tui::restore_terminal();
-                    eprintln!("strata: {sig}: stopped; every process detached");
-                    std::process::exit(Exit::Interrupted as i32);
-                }
+    let _ = strata_launcher::priority::spawn_raised("strata-tui-signals", move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let sig = *flag.lock().expect("not poisoned");
+            if let Some(sig) = sig {
+                // Give the shutdown a moment to reach the daemons before the links close.
+                std::thread::sleep(Duration::from_millis(500));
+                tui::restore_terminal();
+                eprintln!("strata: {sig}: stopped; every process detached");
+                std::process::exit(Exit::Interrupted as i32);
             }
-        });
+        }
+    });
 }

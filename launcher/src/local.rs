@@ -120,11 +120,15 @@ impl Launcher for LocalLauncher {
         let mut addrs = Vec::with_capacity(started.len());
         for (index, stdout) in started {
             let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
+            crate::priority::spawn_raised("strata-commnode-addr", move || {
                 let mut line = String::new();
                 let _ = BufReader::new(stdout).read_line(&mut line);
                 let _ = tx.send(line);
-            });
+            })
+            .map_err(|e| LaunchError::Spawn {
+                what: format!("commnode {index}"),
+                reason: format!("cannot start a thread: {e}"),
+            })?;
             let line =
                 rx.recv_timeout(Duration::from_secs(20))
                     .map_err(|_| LaunchError::Spawn {

@@ -92,18 +92,21 @@ fn slurm_command(program: &str, args: &[&str]) -> Result<String, ClientError> {
         .spawn()
         .map_err(run)?;
     // Read both pipes on threads so a chatty command cannot block on a full pipe.
-    let mut out_pipe = child.stdout.take().expect("piped");
-    let mut err_pipe = child.stderr.take().expect("piped");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
-        s
-    });
+    let out_pipe = child.stdout.take().expect("piped");
+    let err_pipe = child.stderr.take().expect("piped");
+    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+        crate::priority::spawn_raised("strata-slurm-client", move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let run_err = |source| ClientError::Run {
+        program: program.to_string(),
+        source,
+    };
+    let out_reader = read_all(Box::new(out_pipe)).map_err(run_err)?;
+    let err_reader = read_all(Box::new(err_pipe)).map_err(run_err)?;
     let end = Instant::now() + CLIENT_TIMEOUT;
     let status = loop {
         match child.try_wait() {
@@ -368,7 +371,7 @@ impl Launcher for SlurmLauncher {
                 .spawn()
                 .map_err(|e| format!("cannot run srun to kill it: {e}"))?;
             // Waited for elsewhere: this runs on the thread of the link that noticed.
-            std::thread::spawn(move || {
+            let _ = crate::priority::spawn_raised("strata-end-lost", move || {
                 let end = Instant::now() + Duration::from_secs(30);
                 while Instant::now() < end && matches!(child.try_wait(), Ok(None)) {
                     std::thread::sleep(Duration::from_millis(50));
@@ -422,7 +425,7 @@ impl Launcher for SlurmLauncher {
         self.levels.push(child);
         // `K: listening ADDR`, one line per task, in any order.
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        let reader = crate::priority::spawn_raised("strata-commnode-addrs", move || {
             use std::io::BufRead;
             for line in std::io::BufReader::new(stdout)
                 .lines()
@@ -433,6 +436,10 @@ impl Launcher for SlurmLauncher {
                 }
             }
         });
+        reader.map_err(|e| LaunchError::Spawn {
+            what: what(),
+            reason: format!("cannot start a thread: {e}"),
+        })?;
         let mut addrs: Vec<Option<SocketAddr>> = vec![None; specs.len()];
         let end = Instant::now() + Duration::from_secs(30);
         while addrs.iter().any(Option::is_none) {

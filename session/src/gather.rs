@@ -112,9 +112,18 @@ pub fn tree(
         Some(&mut pick),
     ));
     // Closes every link: the tree's processes, their shutdown answered, exit on that.
+    let t = std::time::Instant::now();
     drop(runtime);
+    let closed = t.elapsed();
+    let t = std::time::Instant::now();
     launcher.reap(Duration::from_secs(5));
-    Ok(outcome?)
+    let reaped = t.elapsed();
+    let mut outcome = outcome?;
+    if let Outcome::Done(g) = &mut outcome {
+        g.timings.push(("close the links", closed));
+        g.timings.push(("reap the tree's processes", reaped));
+    }
+    Ok(outcome)
 }
 
 /// The tree for this job (topology, launcher, session key) and what to ask of it.

@@ -222,9 +222,11 @@ fn swallow_terminal_signals() {
         set.add(Signal::SIGINT);
         set.add(Signal::SIGQUIT);
         if set.thread_block().is_ok() {
-            let _ = std::thread::Builder::new()
-                .name("strata-tui-signals".into())
-                .spawn(move || while set.wait().is_ok() {});
+            // Raised like every strata thread: even asleep, one at the normal policy must be
+            // scheduled to die, which spinning ranks can hold up at exit.
+            let _ = strata_launcher::priority::spawn_raised("strata-tui-signals", move || {
+                while set.wait().is_ok() {}
+            });
         }
     });
 }
