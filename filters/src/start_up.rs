@@ -66,7 +66,13 @@ pub fn is_start_up_name(name: &str) -> bool {
 /// program it only calls the runtime (`std::rt::lang_start`), which calls the program's own
 /// `main`.
 pub fn is_runtime_main(frame: &Frame, next: &Frame) -> bool {
-    function(frame) == Some("main") && function(next).is_some_and(|n| n.starts_with("std::rt::"))
+    is_c_main(frame) && function(next).is_some_and(|n| n.starts_with("std::rt::"))
+}
+
+/// Whether `frame` is a function named `main`: a start-up frame or the program's own,
+/// depending on what follows it ([`is_runtime_main`]).
+pub fn is_c_main(frame: &Frame) -> bool {
+    function(frame) == Some("main")
 }
 
 /// Whether `frame` is a start-up frame by its name alone (see [`is_runtime_main`] for

@@ -186,7 +186,7 @@ pub fn view_with_cut<S: TaskSet>(
                         Hiding::No
                     } else if start_up::is_start_up(frame) {
                         Hiding::All
-                    } else if frame.code().and_then(|c| c.function.as_deref()) == Some("main") {
+                    } else if start_up::is_c_main(frame) {
                         Hiding::IfRuntimeFollows
                     } else {
                         Hiding::No
