@@ -602,8 +602,8 @@ impl Annotation for ProgressOrder {
     fn node_labels(
         &self,
         tree: &strata_filters::PrefixTree<strata_filters::RankSet>,
-    ) -> Vec<Option<Label>> {
-        ProgressOrder::node_labels(self, tree)
+    ) -> Option<Vec<Option<Label>>> {
+        Some(ProgressOrder::node_labels(self, tree))
     }
     fn report_text(&self, max_list: usize) -> String {
         text(self, max_list)

@@ -39,7 +39,8 @@ pub fn timestamp_for_path() -> String {
 }
 
 /// Writes every rendering into `dir` (created if needed); returns the paths written. With an
-/// annotation (the progress order) the tree files carry its labels and its files are added.
+/// annotation (the progress order, the verdict) the tree files carry its labels, its files
+/// are added and `result.json` carries its fields.
 pub fn write_all(
     result: &StrataResult,
     dir: &Path,
@@ -53,7 +54,7 @@ pub fn write_all(
     };
     let flame = ViewOptions::full(Granularity::Function);
     let mut files: Vec<(&str, String)> = vec![
-        (JSON_FILE, result.to_json()),
+        (JSON_FILE, result.to_json_with(annotation)),
         (
             TEXT_FILE,
             text::render_annotated(

@@ -203,7 +203,29 @@ struct ResultFile {
     default_view: ViewFile,
     classes: Vec<ClassFile>,
     trees: TreesFile,
+    /// Analyses' objects (`verdict`), after the trees. A reader derives them again from the
+    /// trees, so they are written, never read back.
+    #[serde(flatten, skip_deserializing)]
+    analyses: BTreeMap<String, serde_json::Value>,
 }
+
+/// Top-level keys of the file itself, which an analysis's field never replaces.
+const OWN_FIELDS: &[&str] = &[
+    "format",
+    "format_version",
+    "strata_version",
+    "created",
+    "job",
+    "sampling",
+    "job_size",
+    "ranks",
+    "threads",
+    "missing",
+    "variables",
+    "default_view",
+    "classes",
+    "trees",
+];
 
 #[derive(Serialize, Deserialize)]
 struct ViewFile {
@@ -425,6 +447,12 @@ pub fn class_paths(tree: &PrefixTree<RankSet>, class: &EqClass<RankSet>) -> Vec<
 impl StrataResult {
     /// The result as pretty JSON.
     pub fn to_json(&self) -> String {
+        self.to_json_with(None)
+    }
+
+    /// The result as pretty JSON, with the fields an analysis adds (the verdict's object):
+    /// they follow the file's own fields, which they never replace.
+    pub fn to_json_with(&self, annotation: Option<&dyn crate::annotation::Annotation>) -> String {
         // The file's classes keep every frame, as its trees do.
         let opts = ViewOptions {
             hide_start_up: false,
@@ -450,6 +478,13 @@ impl StrataResult {
                 two_d: tree_to_file(&self.tree_2d),
                 three_d: tree_to_file(&self.tree_3d),
             },
+            analyses: annotation
+                .map(|a| a.result_fields())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(key, _)| !OWN_FIELDS.contains(key))
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
         };
         let mut s = serde_json::to_string_pretty(&file).expect("result serializes");
         s.push('\n');

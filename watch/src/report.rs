@@ -45,14 +45,17 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 }
 
 /// Writes the report directory: the result files (with the progress order's
-/// `progress.txt` and `progress.json`), `summary.txt`, `watch.json`.
+/// `progress.txt` and `progress.json`, and the verdict in `result.json`), `summary.txt`,
+/// `watch.json`.
 pub fn write(
     dir: &Path,
     result: &StrataResult,
     hang: &Hang,
     progress: &ProgressOrder,
 ) -> std::io::Result<()> {
-    strata_result::directory::write_all(result, dir, Some(progress))?;
+    let verdict = strata_verdict::Verdict::of(result);
+    let analyses = strata_result::annotation::Annotations(vec![progress, &verdict]);
+    strata_result::directory::write_all(result, dir, Some(&analyses))?;
     std::fs::write(dir.join("summary.txt"), summary(result, hang, progress))?;
     let json = serde_json::to_string_pretty(hang).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("watch.json"), json + "\n")

@@ -6,7 +6,7 @@ use crate::exit::Exit;
 use crate::failure::Failure;
 use std::io::{IsTerminal, Write};
 use strata_filters::{Granularity, ViewOptions};
-use strata_result::annotation::Annotation;
+use strata_result::annotation::{Annotation, Annotations};
 use strata_result::directory as output;
 use strata_result::render::{self, Format, text::TextOptions};
 use strata_result::{StrataResult, TreeKind};
@@ -87,6 +87,8 @@ pub fn show(
         }
     };
     let text = match (&progress, format) {
+        // The whole result for scripts, with the verdict's object.
+        (None, Format::Json) => result.to_json_with(Some(&strata_verdict::Verdict::of(result))),
         (None, _) => render::render(result, format, kind, opts, text_opts),
         (Some(p), Format::Text) => {
             render::text::render_annotated(result, kind, opts, text_opts, Some(p))
@@ -113,20 +115,26 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
-/// Writes the result directory and says where on stderr; with a progress order, its labels
-/// go into the tree files and `progress.txt`/`progress.json` are added.
+/// Writes the result directory and says where on stderr. `result.json` carries the verdict;
+/// with a progress order, its labels go into the tree files and
+/// `progress.txt`/`progress.json` are added.
 pub fn write_files(
     result: &StrataResult,
     dir: &std::path::Path,
     progress: Option<&strata_progress::order::ProgressOrder>,
 ) -> Result<(), Failure> {
-    let written =
-        output::write_all(result, dir, progress.map(|p| p as &dyn Annotation)).map_err(|e| {
-            Failure::new(
-                Exit::BadInput,
-                format!("cannot write result files to {}: {e}", dir.display()),
-            )
-        })?;
+    let verdict = strata_verdict::Verdict::of(result);
+    let mut analyses: Vec<&dyn Annotation> = Vec::new();
+    if let Some(p) = progress {
+        analyses.push(p);
+    }
+    analyses.push(&verdict);
+    let written = output::write_all(result, dir, Some(&Annotations(analyses))).map_err(|e| {
+        Failure::new(
+            Exit::BadInput,
+            format!("cannot write result files to {}: {e}", dir.display()),
+        )
+    })?;
     eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
     Ok(())
 }

@@ -89,7 +89,7 @@ pub fn render_annotated(
     annotation: Option<&dyn Annotation>,
 ) -> String {
     let tree = view(result.tree(kind), opts);
-    let labels = annotation.map(|a| a.node_labels(&tree));
+    let labels = annotation.and_then(|a| a.node_labels(&tree));
     let label_of = |id: NodeId| {
         labels
             .as_ref()

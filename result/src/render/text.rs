@@ -72,7 +72,7 @@ pub fn render_annotated(
     annotation: Option<&dyn Annotation>,
 ) -> String {
     let tree = view(result.tree(kind), opts);
-    let labels = annotation.map(|a| a.node_labels(&tree));
+    let labels = annotation.and_then(|a| a.node_labels(&tree));
     let style = Style { on: text.color };
     let max_list = text.width.map_or(4000, |w| (w * 2 / 5).max(16));
     let mut out = String::new();
@@ -110,9 +110,12 @@ pub fn render_annotated(
         out.push('\n');
         out.push_str(&crate::variables::text(&result.meta.variables, max_list));
     }
-    if let Some(a) = annotation {
+    if let Some(report) = annotation
+        .map(|a| a.report_text(max_list))
+        .filter(|r| !r.is_empty())
+    {
         out.push('\n');
-        out.push_str(&a.report_text(max_list));
+        out.push_str(&report);
     }
     out
 }

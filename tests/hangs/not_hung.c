@@ -1,0 +1,39 @@
+/* No hang: every rank computes in three phases of about 15 ms each, then joins an
+ * allreduce, over and over. Every rank is seen moving.
+ *
+ * strata-corpus: ranks 4
+ * strata-expect: motion 0-3 changed
+ */
+#include "announce.h"
+#include <time.h>
+
+static volatile double sink;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static void work_for(double seconds) {
+    double end = now() + seconds;
+    while (now() < end) sink = sink * 0.5 + 1.0;
+}
+
+__attribute__((noinline)) static void phase_a(void) { work_for(0.015); }
+__attribute__((noinline)) static void phase_b(void) { work_for(0.015); }
+__attribute__((noinline)) static void phase_c(void) { work_for(0.015); }
+
+int main(int argc, char **argv) {
+    double in = 1, out = 0;
+    MPI_Init(&argc, &argv);
+    announce();
+    for (;;) {
+        phase_a();
+        phase_b();
+        phase_c();
+        MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    MPI_Finalize();
+    return 0;
+}
