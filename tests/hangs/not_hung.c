@@ -5,20 +5,7 @@
  * strata-expect: motion 0-3 changed
  */
 #include "announce.h"
-#include <time.h>
-
-static volatile double sink;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-__attribute__((noinline)) static void work_for(double seconds) {
-    double end = now() + seconds;
-    while (now() < end) sink = sink * 0.5 + 1.0;
-}
+#include "work.h"
 
 __attribute__((noinline)) static void phase_a(void) { work_for(0.015); }
 __attribute__((noinline)) static void phase_b(void) { work_for(0.015); }
