@@ -10,6 +10,7 @@
 //! strata-expect: state 0-1 in_mpi MPI_Recv @RECV unchanged
 //! strata-expect: state 2 outside_mpi @SPIN unchanged signal_handler
 //! strata-expect: motion 0-3 changed
+//! strata-expect: verdict undecided 0-1 @RECV
 //! ```
 //!
 //! A `state` line names a group of ranks exactly: their state, the MPI call, the line the
@@ -19,7 +20,8 @@
 //! otherwise). A `motion` line only asks every rank of the set to have that motion (a job
 //! that moves is anywhere at its last sample). An expected `unchanged` also accepts
 //! `partly_seen` (no change seen, but a sample could not stop the rank in time: a loaded
-//! machine), never `changed`.
+//! machine), never `changed`. A `verdict` line gives the verdict's kind, the ranks it names
+//! and the line where the first of them is.
 
 #[path = "support/mpi.rs"]
 mod mpi;
@@ -80,6 +82,11 @@ enum Expect {
     Motion {
         ranks: Vec<u32>,
         motion: String,
+    },
+    Verdict {
+        kind: String,
+        ranks: String,
+        line: Option<u32>,
     },
 }
 
@@ -158,6 +165,14 @@ fn expectations(source: &str) -> (Corpus, Vec<Expect>) {
                     signal_handler: words.contains(&"signal_handler"),
                 });
             }
+            "verdict" => expect.push(Expect::Verdict {
+                kind: words[1].to_string(),
+                ranks: words[2].to_string(),
+                line: words
+                    .get(3)
+                    .and_then(|w| w.strip_prefix('@'))
+                    .map(|mark| marker_line(source, mark)),
+            }),
             "motion" => expect.push(Expect::Motion {
                 ranks: rank_list(words[1]),
                 motion: words[2].to_string(),
@@ -213,6 +228,7 @@ fn check(file: &str) {
         let named = expected.iter().any(|e| match e {
             Expect::State { ranks: r, .. } => r == ranks,
             Expect::Motion { ranks: r, .. } => rank_list(ranks).iter().all(|x| r.contains(x)),
+            Expect::Verdict { .. } => false,
         });
         assert!(named, "group {ranks} is not expected: {}", context());
     }
@@ -262,6 +278,15 @@ fn check(file: &str) {
                     "{}",
                     context()
                 );
+            }
+            Expect::Verdict { kind, ranks, line } => {
+                let verdict = &file["verdict"];
+                let context = || format!("{name}: {verdict:#}");
+                assert_eq!(verdict["kind"], kind.as_str(), "{}", context());
+                assert_eq!(verdict["ranks"], ranks.as_str(), "{}", context());
+                if let Some(line) = line {
+                    assert_eq!(verdict["culprits"][0]["at"]["line"], *line, "{}", context());
+                }
             }
             Expect::Motion { ranks, motion } => {
                 for &rank in ranks {

@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0-1 in_mpi MPI_Allreduce @ALLREDUCE unchanged
  * strata-expect: state 2-3 in_mpi MPI_Barrier @BARRIER unchanged
+ * strata-expect: verdict collective_mismatch 0-3
  */
 #include "announce.h"
 

@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0 in_mpi MPI_Recv @RECV unchanged
  * strata-expect: state 1-3 in_mpi MPI_Finalize @FINALIZE unchanged
+ * strata-expect: verdict message_never_sent 0 @RECV
  */
 #include "announce.h"
 

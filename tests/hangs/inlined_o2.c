@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4 flags -O2
  * strata-expect: state 0,2-3 in_mpi MPI_Recv @RECV unchanged
  * strata-expect: state 1 outside_mpi @SLEEP unchanged
+ * strata-expect: verdict stuck_outside_mpi 1 @SLEEP
  */
 #include "announce.h"
 

@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 3 in_mpi MPI_Wait @WAIT unchanged
  * strata-expect: state 0-2 in_mpi MPI_Barrier @BARRIER unchanged
+ * strata-expect: verdict message_never_sent 3 @WAIT
  */
 #include "announce.h"
 

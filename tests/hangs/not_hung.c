@@ -3,6 +3,7 @@
  *
  * strata-corpus: ranks 4
  * strata-expect: motion 0-3 changed
+ * strata-expect: verdict no_hang_seen 0-3
  */
 #include "announce.h"
 #include "work.h"

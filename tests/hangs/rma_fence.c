@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0-2 in_mpi MPI_Win_fence @FENCE unchanged
  * strata-expect: state 3 in_mpi MPI_Barrier @BARRIER unchanged
+ * strata-expect: verdict collective_mismatch 3 @BARRIER
  */
 #include "announce.h"
 

@@ -5,6 +5,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 1 outside_mpi @HANDLER unchanged signal_handler
  * strata-expect: state 0,2-3 in_mpi MPI_Barrier @BARRIER unchanged
+ * strata-expect: verdict stuck_outside_mpi 1 @HANDLER
  */
 #include "announce.h"
 #include <signal.h>

@@ -4,6 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0-1,3 in_mpi MPI_Allreduce @ALLREDUCE unchanged
  * strata-expect: motion 2 changed
+ * strata-expect: verdict no_hang_seen 2
  */
 #include "announce.h"
 #include "work.h"

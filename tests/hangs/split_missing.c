@@ -5,6 +5,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0 in_mpi MPI_Allreduce @HALF unchanged
  * strata-expect: state 1-3 in_mpi MPI_Barrier @BARRIER unchanged
+ * strata-expect: verdict collective_mismatch 0 @HALF
  */
 #include "announce.h"
 

@@ -3,6 +3,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 2 outside_mpi @SPIN unchanged
  * strata-expect: state 0-1,3 in_mpi MPI_Allreduce @ALLREDUCE unchanged
+ * strata-expect: verdict stuck_outside_mpi 2 @SPIN
  */
 #include "announce.h"
 

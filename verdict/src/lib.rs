@@ -10,6 +10,8 @@
 //! * [`observe`]: every rank's state at its last sample (in which MPI call, or where in
 //!   the program outside MPI, in a signal handler, exited) and whether its path moved
 //!   between samples (ParaStack's rule).
+//! * [`decide`]: one answer from those states: its kind, the ranks to debug and where they
+//!   are, the evidence, how sure, and for an undecided answer what would decide it.
 //!
 //! Design constraints: pure analysis over a [`StrataResult`]; no ptrace, no network, no
 //! terminal. What the samples do not show is reported as not seen, never guessed: a rank
@@ -19,6 +21,7 @@
 //! [`Annotation`]: `result.json` carries its
 //! `verdict` object (`docs/FORMATS.md`).
 
+pub mod decide;
 pub mod mpi_call;
 pub mod observe;
 
@@ -32,13 +35,18 @@ use strata_result::annotation::{Annotation, Label};
 pub struct Verdict {
     /// What every rank was doing.
     pub observations: Observations,
+    /// The answer drawn from it.
+    pub decision: decide::Decision,
 }
 
 impl Verdict {
     /// The verdict on `result`.
     pub fn of(result: &StrataResult) -> Verdict {
+        let observations = observe::observe(result);
+        let decision = decide::decide(&observations);
         Verdict {
-            observations: observe::observe(result),
+            observations,
+            decision,
         }
     }
 
@@ -50,10 +58,14 @@ impl Verdict {
             .iter()
             .map(StateFile::of)
             .collect();
-        serde_json::json!({
-            "samples": self.observations.samples,
-            "states": states,
-        })
+        let mut object = serde_json::to_value(&self.decision).expect("a decision serializes");
+        let fields = object.as_object_mut().expect("a decision is an object");
+        fields.insert("samples".to_string(), self.observations.samples.into());
+        fields.insert(
+            "states".to_string(),
+            serde_json::to_value(states).expect("states serialize"),
+        );
+        object
     }
 }
 

@@ -1,0 +1,555 @@
+//! One answer to "why does it hang, and which ranks do I debug", from the ranks' states.
+//!
+//! The rules read what [`crate::observe`] saw, and nothing else yet: which call each rank is
+//! in, of what kind, and whether it moved. They do not know the peers of a receive or the
+//! members of a communicator (those come from the calls' arguments, and from the PMPI
+//! library), so they decide only what holds whoever the peers are, and say so otherwise:
+//!
+//! 1. **No hang seen**: some rank moved between samples. Ranks that wait may be waiting for
+//!    it; it is named, not blamed.
+//! 2. **Stuck outside MPI**: ranks outside MPI whose path never changed (ParaStack's rule)
+//!    while the others wait: computing forever, sleeping, or in a signal handler that does
+//!    not return.
+//! 3. **Message never sent**: one rank alone waits in a point-to-point call (a receive, a
+//!    synchronous send, a probe, a wait) and every other rank is finished or blocked in
+//!    another call: whoever its peer is, it sends nothing.
+//! 4. Several ranks wait in point-to-point calls: a cycle among them, or messages never
+//!    sent; which one needs their peers. **Undecided**, naming them: they are the ranks to
+//!    debug.
+//! 5. Ranks in **different collectives** (or some in a collective, some finished): a
+//!    mismatch. The groups that are not the largest are named; communicators are not
+//!    known, so it is a guess.
+//! 6. Everything else (every rank in one collective, ranks not sampled) is **undecided**,
+//!    with the reason.
+//!
+//! A rank is blamed only with what was seen: one sample has no motion (undecided), and a
+//! rank some samples could not read weakens the answer to a guess.
+
+use crate::mpi_call::{CallKind, Place};
+use crate::observe::{Activity, Motion, Observations, RankState};
+use serde::Serialize;
+use strata_filters::taskset::format_set;
+use strata_filters::{RankSet, TaskSet};
+
+/// What kind of answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    NoHangSeen,
+    StuckOutsideMpi,
+    MessageNeverSent,
+    CollectiveMismatch,
+    Undecided,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::NoHangSeen => "no_hang_seen",
+            Kind::StuckOutsideMpi => "stuck_outside_mpi",
+            Kind::MessageNeverSent => "message_never_sent",
+            Kind::CollectiveMismatch => "collective_mismatch",
+            Kind::Undecided => "undecided",
+        }
+    }
+}
+
+/// How sure: `proved` from exact data (the PMPI library's), `likely` from what every sample
+/// showed, `guess` from a heuristic (communicators not known, samples missing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Guess,
+    Likely,
+    Proved,
+}
+
+/// Ranks the answer names, where they are.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Culprit {
+    /// Rank list (`0,3-7`).
+    pub ranks: String,
+    /// What they do: `in MPI_Recv`, `outside MPI in spin_forever`, ...
+    pub doing: String,
+    /// Their MPI call site, or their innermost program frame outside MPI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<Place>,
+}
+
+/// The answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    pub kind: Kind,
+    pub confidence: Confidence,
+    /// Every rank named, as one rank list.
+    pub ranks: String,
+    /// The ranks to debug, by what they do.
+    pub culprits: Vec<Culprit>,
+    /// One sentence.
+    pub summary: String,
+    /// What it stands on, a sentence each.
+    pub evidence: Vec<String>,
+    /// For `undecided` (and guesses): what would decide it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_decide: Option<String>,
+}
+
+/// What a rank is, for the rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Moving,
+    StillOutside,
+    WaitingPointToPoint,
+    WaitingCollective,
+    Finished,
+    Unseen,
+}
+
+fn role(s: &RankState) -> Role {
+    if s.motion == Motion::Changed {
+        return Role::Moving;
+    }
+    match &s.activity {
+        Activity::Exited => Role::Finished,
+        Activity::Outside { .. } => Role::StillOutside,
+        Activity::InMpi { call, .. } => match call.kind {
+            CallKind::InitFinalize if call.name == "MPI_Finalize" => Role::Finished,
+            // MPI_Init and MPI_Init_thread wait for every rank of the job.
+            CallKind::Collective | CallKind::InitFinalize => Role::WaitingCollective,
+            // A fence is collective over the window's group.
+            CallKind::OneSided if call.name == "MPI_Win_fence" => Role::WaitingCollective,
+            // Seen in the same call sample after sample, a call that returns at once
+            // (MPI_Iprobe, MPI_Test) is a polling loop: a wait all the same.
+            CallKind::PointToPoint | CallKind::Completion | CallKind::OneSided => {
+                Role::WaitingPointToPoint
+            }
+            CallKind::Other => Role::StillOutside,
+        },
+        Activity::Uninterruptible | Activity::NotSampled { .. } => Role::Unseen,
+    }
+}
+
+/// What a group of ranks in one state does, in a few words.
+fn doing(s: &RankState) -> (String, Option<Place>) {
+    let handler = if s.in_signal_handler {
+        " in a signal handler"
+    } else {
+        ""
+    };
+    match &s.activity {
+        Activity::InMpi { call, call_site } => {
+            (format!("in {}{handler}", call.name), call_site.clone())
+        }
+        Activity::Outside { at, innermost } => {
+            let function = at
+                .as_ref()
+                .and_then(|p| p.function.clone())
+                .unwrap_or_else(|| innermost.clone());
+            let mut what = format!("outside MPI{handler} in {function}");
+            if at.as_ref().and_then(|p| p.function.as_deref()) != Some(innermost.as_str()) {
+                what.push_str(&format!(" ({innermost})"));
+            }
+            (what, at.clone())
+        }
+        Activity::Exited => ("exited".to_string(), None),
+        Activity::Uninterruptible => ("in uninterruptible sleep".to_string(), None),
+        Activity::NotSampled { why } => (format!("not sampled ({why})"), None),
+    }
+}
+
+struct Ranked<'a> {
+    ranks: RankSet,
+    state: &'a RankState,
+    role: Role,
+}
+
+/// Decides from `observations`: see the module's doc.
+pub fn decide(observations: &Observations) -> Decision {
+    let mut groups: Vec<Ranked> = Vec::new();
+    for group in observations.groups() {
+        let state = observations.ranks[group.ranks.min().expect("groups are not empty") as usize]
+            .as_ref()
+            .expect("grouped ranks were sampled");
+        groups.push(Ranked {
+            role: role(state),
+            ranks: group.ranks,
+            state,
+        });
+    }
+    let with = |role: Role| -> Vec<&Ranked> { groups.iter().filter(|g| g.role == role).collect() };
+    let count = |gs: &[&Ranked]| -> u64 { gs.iter().map(|g| g.ranks.count()).sum() };
+    let partly = groups
+        .iter()
+        .any(|g| g.state.motion == Motion::PartlySeen && g.role != Role::Unseen);
+    let evidence = evidence(&groups);
+
+    if groups.is_empty() {
+        return undecided(
+            Vec::new(),
+            "no rank was sampled",
+            "attach again; see the rank table for why no rank could be read",
+            evidence,
+        );
+    }
+    if observations.samples < 2 {
+        return undecided(
+            Vec::new(),
+            "one sample shows where the ranks are, not whether they move",
+            "take several samples (-n 10)",
+            evidence,
+        );
+    }
+    let moving = with(Role::Moving);
+    if !moving.is_empty() {
+        let waiting =
+            count(&with(Role::WaitingCollective)) + count(&with(Role::WaitingPointToPoint));
+        let summary = if waiting > 0 {
+            format!(
+                "no hang seen: {} still moving; {waiting} rank(s) wait in MPI, perhaps for {}",
+                ranks_phrase(&moving),
+                if count(&moving) == 1 { "it" } else { "them" }
+            )
+        } else {
+            format!(
+                "no hang seen: {} moving between samples",
+                ranks_phrase(&moving)
+            )
+        };
+        return decision(
+            Kind::NoHangSeen,
+            Confidence::Likely,
+            &moving,
+            summary,
+            evidence,
+            None,
+        );
+    }
+    let stuck = with(Role::StillOutside);
+    if !stuck.is_empty() {
+        let others = count(&groups.iter().collect::<Vec<_>>()) - count(&stuck);
+        let summary = format!(
+            "{} outside MPI, on the same path in every sample{}",
+            ranks_phrase(&stuck),
+            if others > 0 {
+                "; every other rank waits in MPI or has finished"
+            } else {
+                ""
+            }
+        );
+        let confidence = if partly {
+            Confidence::Guess
+        } else {
+            Confidence::Likely
+        };
+        return decision(
+            Kind::StuckOutsideMpi,
+            confidence,
+            &stuck,
+            summary,
+            evidence,
+            None,
+        );
+    }
+    let unseen = with(Role::Unseen);
+    let p2p = with(Role::WaitingPointToPoint);
+    let collective = with(Role::WaitingCollective);
+    let finished = with(Role::Finished);
+    if !unseen.is_empty() {
+        return undecided(
+            unseen,
+            "some ranks could not be sampled: they may be the ones the others wait for",
+            "attach again, or look at the rank table for why they could not be read",
+            evidence,
+        );
+    }
+    if count(&p2p) == 1 {
+        let confidence = if partly {
+            Confidence::Guess
+        } else {
+            Confidence::Likely
+        };
+        let summary = format!(
+            "{} waits {}; every other rank has finished or is blocked in another call, so no \
+             rank sends what it waits for",
+            ranks_phrase(&p2p),
+            doing(p2p[0].state).0
+        );
+        return decision(
+            Kind::MessageNeverSent,
+            confidence,
+            &p2p,
+            summary,
+            evidence,
+            None,
+        );
+    }
+    if !p2p.is_empty() {
+        return undecided(
+            p2p,
+            "several ranks wait in point-to-point calls: a cycle among them, or messages never \
+             sent",
+            "the peers of their calls (the source and destination arguments, or the PMPI library)",
+            evidence,
+        );
+    }
+    let calls: std::collections::BTreeSet<&str> = collective
+        .iter()
+        .filter_map(|g| g.state.activity.call().map(|c| c.name.as_str()))
+        .collect();
+    if calls.len() > 1 || (!collective.is_empty() && !finished.is_empty()) {
+        // The largest group is taken to be where the job is; the others left it. With two
+        // groups of one size nothing tells them apart: all are named.
+        let mut parts: Vec<&Ranked> = collective.iter().chain(finished.iter()).copied().collect();
+        let largest = parts.iter().map(|g| g.ranks.count()).max().unwrap_or(0);
+        let minority: Vec<&Ranked> = parts
+            .iter()
+            .filter(|g| g.ranks.count() < largest)
+            .copied()
+            .collect();
+        if !minority.is_empty() {
+            parts = minority;
+        }
+        let summary = format!(
+            "ranks wait in different collectives or have finished: {}",
+            groups
+                .iter()
+                .map(|g| format!("[{}] {}", format_set(&g.ranks), doing(g.state).0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return decision(
+            Kind::CollectiveMismatch,
+            Confidence::Guess,
+            &parts,
+            summary,
+            evidence,
+            Some(
+                "the communicators of the calls (their arguments, or the PMPI library): on \
+                 different communicators they need not match"
+                    .to_string(),
+            ),
+        );
+    }
+    if collective.len() == 1 {
+        return undecided(
+            collective,
+            "every rank waits in the same collective: it does not complete although all are in it",
+            "its communicator (a sub-communicator may lack a rank), or the MPI library's own \
+             state",
+            evidence,
+        );
+    }
+    undecided(
+        finished,
+        "every rank has finished or is in MPI_Finalize",
+        "nothing: the job is ending",
+        evidence,
+    )
+}
+
+/// One line per group: what it does and whether it moved.
+fn evidence(groups: &[Ranked]) -> Vec<String> {
+    groups
+        .iter()
+        .map(|g| {
+            let (what, at) = doing(g.state);
+            let place = at.map(|p| format!(" at {}", p.short())).unwrap_or_default();
+            let motion = match g.state.motion {
+                Motion::Unchanged => "unchanged in every sample",
+                Motion::Changed => "moved between samples",
+                Motion::OneSample => "sampled once",
+                Motion::PartlySeen => "unchanged where seen, some samples unread",
+            };
+            format!("[{}] {what}{place}, {motion}", format_set(&g.ranks))
+        })
+        .collect()
+}
+
+fn ranks_phrase(groups: &[&Ranked]) -> String {
+    let mut all = RankSet::new();
+    for g in groups {
+        all.union_with(&g.ranks);
+    }
+    if all.count() == 1 {
+        format!("rank {}", format_set(&all))
+    } else {
+        format!("ranks [{}]", format_set(&all))
+    }
+}
+
+fn decision(
+    kind: Kind,
+    confidence: Confidence,
+    named: &[&Ranked],
+    summary: String,
+    evidence: Vec<String>,
+    would_decide: Option<String>,
+) -> Decision {
+    let mut all = RankSet::new();
+    let culprits = named
+        .iter()
+        .map(|g| {
+            all.union_with(&g.ranks);
+            let (doing, at) = doing(g.state);
+            Culprit {
+                ranks: format_set(&g.ranks),
+                doing,
+                at,
+            }
+        })
+        .collect();
+    Decision {
+        kind,
+        confidence,
+        ranks: format_set(&all),
+        culprits,
+        summary,
+        evidence,
+        would_decide,
+    }
+}
+
+fn undecided(
+    named: Vec<&Ranked>,
+    because: &str,
+    would_decide: &str,
+    evidence: Vec<String>,
+) -> Decision {
+    decision(
+        Kind::Undecided,
+        Confidence::Guess,
+        &named,
+        format!("not decided: {because}"),
+        evidence,
+        Some(would_decide.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::observe;
+    use crate::testing::{app, mpi, result, stack};
+    use strata_filters::Frame;
+
+    fn decide_on(ranks: u32, samples: u32, trace: impl Fn(u32, u32) -> Vec<Frame>) -> Decision {
+        decide(&observe(&result(ranks, samples, trace)))
+    }
+
+    fn recv(line: u32) -> Vec<Frame> {
+        stack(
+            line,
+            vec![mpi("PMPI_Recv", 0x300), mpi("opal_progress", 0x200)],
+        )
+    }
+
+    fn barrier(line: u32) -> Vec<Frame> {
+        stack(line, vec![mpi("PMPI_Barrier", 0x100)])
+    }
+
+    #[test]
+    fn the_example_ring_is_held_by_the_sleeping_rank() {
+        let d = decide(&observe(&strata_result::example::ring_result()));
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::StuckOutsideMpi, "1"),
+            "{d:#?}"
+        );
+        assert_eq!(d.culprits[0].at.as_ref().and_then(|p| p.line), Some(38));
+        assert_eq!(d.confidence, Confidence::Likely);
+        assert_eq!(d.evidence.len(), 3, "one line per group");
+    }
+
+    #[test]
+    fn several_ranks_in_receives_are_named_but_not_decided() {
+        let d = decide_on(
+            4,
+            3,
+            |rank, _| if rank < 2 { recv(20) } else { barrier(30) },
+        );
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::Undecided, "0-1"),
+            "{d:#?}"
+        );
+        assert!(d.would_decide.as_deref().unwrap().contains("peers"));
+    }
+
+    #[test]
+    fn one_rank_waiting_while_the_rest_finished_waits_for_a_message_never_sent() {
+        let d = decide_on(4, 3, |rank, _| match rank {
+            0 => recv(20),
+            _ => stack(40, vec![mpi("ompi_mpi_finalize", 0x10)]),
+        });
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::MessageNeverSent, "0"),
+            "{d:#?}"
+        );
+        assert_eq!(d.culprits[0].at.as_ref().and_then(|p| p.line), Some(20));
+    }
+
+    #[test]
+    fn a_rank_that_moves_means_no_hang_seen() {
+        let d = decide_on(3, 4, |rank, s| match (rank, s % 2) {
+            (2, 0) => stack(10, vec![app("assemble", 50)]),
+            (2, _) => stack(11, vec![app("solve", 60)]),
+            _ => stack(12, vec![mpi("PMPI_Allreduce", 0x10)]),
+        });
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::NoHangSeen, "2"),
+            "{d:#?}"
+        );
+    }
+
+    #[test]
+    fn different_collectives_name_the_smaller_groups_or_all_of_equal_size() {
+        let d = decide_on(4, 3, |rank, _| {
+            if rank == 3 {
+                barrier(30)
+            } else {
+                stack(31, vec![mpi("PMPI_Win_fence", 0x20)])
+            }
+        });
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::CollectiveMismatch, "3"),
+            "{d:#?}"
+        );
+        assert_eq!(
+            d.confidence,
+            Confidence::Guess,
+            "communicators are not known"
+        );
+        let d = decide_on(4, 3, |rank, _| {
+            if rank < 2 {
+                barrier(30)
+            } else {
+                stack(31, vec![mpi("PMPI_Allreduce", 0x20)])
+            }
+        });
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::CollectiveMismatch, "0-3"),
+            "{d:#?}"
+        );
+    }
+
+    #[test]
+    fn what_the_samples_cannot_show_is_undecided() {
+        let once = decide_on(
+            2,
+            1,
+            |rank, _| if rank == 0 { recv(20) } else { barrier(30) },
+        );
+        assert_eq!(
+            (once.kind, once.ranks.as_str()),
+            (Kind::Undecided, ""),
+            "{once:#?}"
+        );
+        let all_in_one = decide_on(3, 3, |_, _| barrier(30));
+        assert_eq!(all_in_one.kind, Kind::Undecided, "{all_in_one:#?}");
+        assert_eq!(all_in_one.ranks, "0-2");
+    }
+}
