@@ -340,6 +340,10 @@ pub struct ShowArgs {
     /// `-f json`, prints the progress order as JSON.
     #[arg(long)]
     pub progress: bool,
+    /// Leave out the "Why it hangs" paragraph after the text tree (the verdict: which
+    /// ranks hold the job up, and why). result.json keeps it.
+    #[arg(long)]
+    pub no_verdict: bool,
     /// Where to look for source files the debug information names but that are not at
     /// that path (repeatable; like gdb's `directory`).
     #[arg(long, value_name = "DIR")]

@@ -10,6 +10,7 @@
 //! * [`observe`]: every rank's state at its last sample (in which MPI call, or where in
 //!   the program outside MPI, in a signal handler, exited) and whether its path moved
 //!   between samples (ParaStack's rule).
+//! * [`text`]: the answer as the "Why it hangs" paragraph after the text tree.
 //! * [`decide`]: one answer from those states: its kind, the ranks to debug and where they
 //!   are, the evidence, how sure, and for an undecided answer what would decide it.
 //!
@@ -24,6 +25,7 @@
 pub mod decide;
 pub mod mpi_call;
 pub mod observe;
+pub mod text;
 
 use observe::{Observations, StateFile};
 use strata_filters::{PrefixTree, RankSet};
@@ -74,8 +76,8 @@ impl Annotation for Verdict {
         None
     }
 
-    fn report_text(&self, _max_list: usize) -> String {
-        String::new()
+    fn report_text(&self, max_list: usize) -> String {
+        text::text(&self.observations, &self.decision, max_list)
     }
 
     fn files(&self) -> Vec<(&'static str, String)> {

@@ -86,16 +86,25 @@ pub fn show(
             ..TextOptions::default()
         }
     };
+    let verdict = strata_verdict::Verdict::of(result);
     let text = match (&progress, format) {
         // The whole result for scripts, with the verdict's object.
-        (None, Format::Json) => result.to_json_with(Some(&strata_verdict::Verdict::of(result))),
-        (None, _) => render::render(result, format, kind, opts, text_opts),
-        (Some(p), Format::Text) => {
-            render::text::render_annotated(result, kind, opts, text_opts, Some(p))
+        (None, Format::Json) => result.to_json_with(Some(&verdict)),
+        (Some(p), Format::Json) => strata_progress::report::json_text(p),
+        (_, Format::Text) => {
+            // After the tree: the progress order's report, then "Why it hangs".
+            let mut analyses: Vec<&dyn Annotation> = Vec::new();
+            if let Some(p) = &progress {
+                analyses.push(p);
+            }
+            if !args.no_verdict {
+                analyses.push(&verdict);
+            }
+            let analyses = Annotations(analyses);
+            render::text::render_annotated(result, kind, opts, text_opts, Some(&analyses))
         }
         (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
-        (Some(p), Format::Json) => strata_progress::report::json_text(p),
-        (Some(_), Format::Folded) => render::render(result, format, kind, opts, text_opts),
+        (_, Format::Dot | Format::Folded) => render::render(result, format, kind, opts, text_opts),
     };
     write_stdout(&text)?;
     Ok(progress)
