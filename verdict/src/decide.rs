@@ -9,7 +9,8 @@
 //!    it; it is named, not blamed.
 //! 2. **Stuck outside MPI**: ranks outside MPI whose path never changed (ParaStack's rule)
 //!    while the others wait: computing forever, sleeping, or in a signal handler that does
-//!    not return.
+//!    not return. When no rank at all is in MPI, the rule has nothing to stand on:
+//!    undecided.
 //! 3. **Message never sent**: one rank alone waits in a point-to-point call (a receive, a
 //!    synchronous send, a probe, a wait) and every other rank is finished or blocked in
 //!    another call: whoever its peer is, it sends nothing.
@@ -225,6 +226,16 @@ pub fn decide(observations: &Observations) -> Decision {
         );
     }
     let stuck = with(Role::StillOutside);
+    if count(&stuck) == count(&groups.iter().collect::<Vec<_>>()) {
+        // ParaStack's rule needs ranks that wait in MPI for the ones that do not.
+        return undecided(
+            Vec::new(),
+            "no rank is inside MPI: every rank is outside it, on an unchanged path",
+            "nothing strata reads today: the job does not use MPI at this point, or its MPI \
+             library's frames are not recognised; the classes above show where each rank is",
+            evidence,
+        );
+    }
     if !stuck.is_empty() {
         let others = count(&groups.iter().collect::<Vec<_>>()) - count(&stuck);
         let summary = format!(
@@ -547,6 +558,12 @@ mod tests {
             (once.kind, once.ranks.as_str()),
             (Kind::Undecided, ""),
             "{once:#?}"
+        );
+        let no_mpi = decide_on(2, 3, |rank, _| stack(10 + rank, vec![app("read_pipe", 20)]));
+        assert_eq!(
+            (no_mpi.kind, no_mpi.ranks.as_str()),
+            (Kind::Undecided, ""),
+            "{no_mpi:#?}"
         );
         let all_in_one = decide_on(3, 3, |_, _| barrier(30));
         assert_eq!(all_in_one.kind, Kind::Undecided, "{all_in_one:#?}");

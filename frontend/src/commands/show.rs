@@ -86,7 +86,15 @@ pub fn show(
             ..TextOptions::default()
         }
     };
+    let t = std::time::Instant::now();
     let verdict = strata_verdict::Verdict::of(result);
+    if std::env::var_os("STRATA_TIMINGS").is_some() {
+        eprintln!(
+            "strata: timing: verdict: {:.2} ms ({})",
+            t.elapsed().as_secs_f64() * 1e3,
+            verdict.decision.kind.as_str()
+        );
+    }
     let text = match (&progress, format) {
         // The whole result for scripts, with the verdict's object.
         (None, Format::Json) => result.to_json_with(Some(&verdict)),
@@ -132,7 +140,15 @@ pub fn write_files(
     dir: &std::path::Path,
     progress: Option<&strata_progress::order::ProgressOrder>,
 ) -> Result<(), Failure> {
+    let t = std::time::Instant::now();
     let verdict = strata_verdict::Verdict::of(result);
+    if std::env::var_os("STRATA_TIMINGS").is_some() {
+        eprintln!(
+            "strata: timing: verdict: {:.2} ms ({})",
+            t.elapsed().as_secs_f64() * 1e3,
+            verdict.decision.kind.as_str()
+        );
+    }
     let mut analyses: Vec<&dyn Annotation> = Vec::new();
     if let Some(p) = progress {
         analyses.push(p);
