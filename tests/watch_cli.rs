@@ -118,6 +118,9 @@ fn a_sleeping_rank_is_detected_named_and_the_job_cancelled() {
     // The report: the snapshot's files, the summary, the statistics.
     assert_result_files(&report);
     assert!(read(&report, "summary.txt").contains("suspect rank 5 on"));
+    // The verdict says the same, with the line rank 5 is at.
+    let summary = read(&report, "summary.txt");
+    assert!(summary.contains("debug [5]: outside MPI"), "{summary}");
     let stats: serde_json::Value = serde_json::from_str(&read(&report, "watch.json")).unwrap();
     assert_eq!(
         stats["classification"]["computation"]["suspects"],

@@ -195,6 +195,15 @@ pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> 
         }
     }
     let _ = writeln!(s);
+    // Why, and whom to debug, from the snapshot's MPI calls and motion: the same verdict
+    // `strata attach` prints.
+    let verdict = strata_verdict::Verdict::of(result);
+    s.push_str(&strata_verdict::text::text(
+        &verdict.observations,
+        &verdict.decision,
+        200,
+    ));
+    let _ = writeln!(s);
     // Who is behind, before the tree: the first thing a person triaging wants.
     s.push_str(&strata_progress::report::text(progress, 200));
     let _ = writeln!(s);
