@@ -6,7 +6,7 @@
 //! before strata's output was looked at:
 //!
 //! ```text
-//! strata-corpus: ranks 4 [flags -O2]
+//! strata-corpus: ranks 4 [flags -O2 | threads]
 //! strata-expect: state 0-1 in_mpi MPI_Recv @RECV unchanged
 //! strata-expect: state 2 outside_mpi @SPIN unchanged signal_handler
 //! strata-expect: motion 0-3 changed
@@ -17,7 +17,8 @@
 //! program called it from (or, outside MPI, the program's innermost line), marked in the
 //! source by a `/* @NAME */` (Fortran: `! @NAME`) comment, and their motion; every group
 //! strata finds must be one a `state` line names or lie inside `motion` lines (C programs build with mpicc, `.f90` with mpif90; `-O0` unless `flags` say
-//! otherwise). A `motion` line only asks every rank of the set to have that motion (a job
+//! otherwise; `threads` attaches with `--threads`, and `other_thread` on a `state` line
+//! says the state is another thread's than the main thread's). A `motion` line only asks every rank of the set to have that motion (a job
 //! that moves is anywhere at its last sample). An expected `unchanged` also accepts
 //! `partly_seen` (no change seen, but a sample could not stop the rank in time: a loaded
 //! machine), never `changed`. A `verdict` line gives the verdict's kind, the ranks it names
@@ -78,6 +79,7 @@ enum Expect {
         line: u32,
         motion: String,
         signal_handler: bool,
+        other_thread: bool,
     },
     Motion {
         ranks: Vec<u32>,
@@ -120,6 +122,8 @@ fn rank_list(text: &str) -> Vec<u32> {
 struct Corpus {
     ranks: usize,
     flags: Vec<String>,
+    /// Sample every thread (`--threads`).
+    threads: bool,
 }
 
 /// The program's `strata-corpus:` line and expectations.
@@ -134,12 +138,18 @@ fn expectations(source: &str) -> (Corpus, Vec<Expect>) {
                 .next()
                 .and_then(|r| r.parse().ok())
                 .expect("a rank count");
-            let flags = match words.next() {
-                Some("flags") => words.map(str::to_string).collect(),
+            let (mut flags, mut threads) = (Vec::new(), false);
+            match words.next() {
+                Some("flags") => flags = words.map(str::to_string).collect(),
+                Some("threads") => threads = true,
                 Some(other) => panic!("unknown corpus setting {other}"),
-                None => Vec::new(),
-            };
-            corpus = Some(Corpus { ranks, flags });
+                None => {}
+            }
+            corpus = Some(Corpus {
+                ranks,
+                flags,
+                threads,
+            });
         }
         let Some(rest) = line.strip_prefix("strata-expect: ") else {
             continue;
@@ -163,6 +173,7 @@ fn expectations(source: &str) -> (Corpus, Vec<Expect>) {
                     line: marker_line(source, mark),
                     motion: words[at + 1].to_string(),
                     signal_handler: words.contains(&"signal_handler"),
+                    other_thread: words.contains(&"other_thread"),
                 });
             }
             "verdict" => expect.push(Expect::Verdict {
@@ -197,17 +208,22 @@ fn check(file: &str) {
     let job = MpiJob::start(&exe, corpus.ranks);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("result");
-    let (code, out, err) = parts(&strata(&[
+    let launcher = job.mpirun.id().to_string();
+    let mut args = vec![
         "attach",
         "--launcher-pid",
-        &job.mpirun.id().to_string(),
+        &launcher,
         "-n",
         "15",
         "--interval",
         "50ms",
         "-o",
         out_dir.to_str().unwrap(),
-    ]));
+    ];
+    if corpus.threads {
+        args.push("--threads");
+    }
+    let (code, out, err) = parts(&strata(&args));
     assert_eq!(code, 0, "{out}\n{err}");
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("result.json")).unwrap())
@@ -241,6 +257,7 @@ fn check(file: &str) {
                 line,
                 motion,
                 signal_handler,
+                other_thread,
             } => {
                 let group = states
                     .iter()
@@ -275,6 +292,12 @@ fn check(file: &str) {
                 assert_eq!(
                     group["signal_handler"].as_bool().unwrap_or(false),
                     *signal_handler,
+                    "{}",
+                    context()
+                );
+                assert_eq!(
+                    group["other_thread"].as_bool().unwrap_or(false),
+                    *other_thread,
                     "{}",
                     context()
                 );
@@ -367,6 +390,11 @@ fn a_one_sided_fence_that_one_rank_skips() {
 #[test]
 fn at_o2_the_call_site_is_the_inlined_functions_line() {
     check("inlined_o2.c");
+}
+
+#[test]
+fn with_threads_a_rank_is_its_thread_inside_mpi() {
+    check("thread_recv.c");
 }
 
 #[test]
