@@ -16,13 +16,16 @@
 //! A `state` line names a group of ranks exactly: their state, the MPI call, the line the
 //! program called it from (or, outside MPI, the program's innermost line), marked in the
 //! source by a `/* @NAME */` (Fortran: `! @NAME`) comment, and their motion; every group
-//! strata finds must be one a `state` line names or lie inside `motion` lines (C programs build with mpicc, `.f90` with mpif90; `-O0` unless `flags` say
-//! otherwise; `threads` attaches with `--threads`, and `other_thread` on a `state` line
-//! says the state is another thread's than the main thread's). A `motion` line only asks every rank of the set to have that motion (a job
-//! that moves is anywhere at its last sample). An expected `unchanged` also accepts
-//! `partly_seen` (no change seen, but a sample could not stop the rank in time: a loaded
-//! machine), never `changed`. A `verdict` line gives the verdict's kind, the ranks it names
-//! and the line where the first of them is.
+//! strata finds must be one a `state` line names or lie inside `motion` lines. A `motion`
+//! line only asks every rank of the set to have that motion (a job that moves is anywhere
+//! at its last sample). An expected `unchanged` also accepts `partly_seen` (no change seen,
+//! but a sample could not stop the rank in time: a loaded machine), never `changed`.
+//! `other_thread` on a `state` line says the state is another thread's than the main
+//! thread's. A `verdict` line gives the verdict's kind, the ranks it names and the line
+//! where the first of them is.
+//!
+//! C programs build with mpicc, `.cpp` with mpicxx, `.f90` with mpif90, at `-O0` unless
+//! `flags` say otherwise; `threads` attaches with `--threads`.
 
 #[path = "support/mpi.rs"]
 mod mpi;
@@ -41,11 +44,14 @@ fn hangs_dir() -> PathBuf {
 }
 
 /// Compiles `tests/hangs/<file>` with `-g` and `flags` (`-O0` unless they say otherwise):
-/// C with mpicc, Fortran (`.f90`) with mpif90.
+/// C with mpicc, C++ (`.cpp`) with mpicxx, Fortran (`.f90`) with mpif90.
 fn build(file: &str, flags: &[String]) -> PathBuf {
-    let (name, compiler) = match file.strip_suffix(".f90") {
-        Some(name) => (name, "mpif90"),
-        None => (file.trim_end_matches(".c"), "mpicc"),
+    let (name, compiler) = if let Some(name) = file.strip_suffix(".f90") {
+        (name, "mpif90")
+    } else if let Some(name) = file.strip_suffix(".cpp") {
+        (name, "mpicxx")
+    } else {
+        (file.trim_end_matches(".c"), "mpicc")
     };
     let out = target::build_dir().join(format!("hang_{name}"));
     let optimise: &[String] = if flags.is_empty() {
@@ -278,8 +284,9 @@ fn check(file: &str) {
                 assert_eq!(place["line"], *line, "ranks {ranks}: {}", context());
                 let file = place["file"].as_str().unwrap_or_default();
                 assert!(
-                    file.ends_with(&format!("/{name}.c"))
-                        || file.ends_with(&format!("/{name}.f90")),
+                    [".c", ".cpp", ".f90"]
+                        .iter()
+                        .any(|ext| file.ends_with(&format!("/{name}{ext}"))),
                     "{file}: {}",
                     context()
                 );
@@ -398,6 +405,26 @@ fn with_threads_a_rank_is_its_thread_inside_mpi() {
 }
 
 #[test]
+fn cpp_at_o2_through_an_inlined_template_member() {
+    check("cpp_o2.cpp");
+}
+
+#[test]
+fn sendrecv_with_tags_that_do_not_match() {
+    check("sendrecv_tags.c");
+}
+
+#[test]
+fn a_waitall_on_a_receive_whose_sender_finished() {
+    check("waitall_finalized.c");
+}
+
+#[test]
+fn a_synchronous_send_nobody_receives() {
+    check("ssend_unreceived.c");
+}
+
+#[test]
 fn fortran_calls_are_named_by_their_c_names() {
     check("fortran_cycle.f90");
 }
@@ -419,7 +446,7 @@ fn every_program_of_the_corpus_is_checked() {
     for entry in std::fs::read_dir(hangs_dir()).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap();
-        if !(file.ends_with(".c") || file.ends_with(".f90")) {
+        if ![".c", ".cpp", ".f90"].iter().any(|ext| file.ends_with(ext)) {
             continue;
         }
         assert!(
