@@ -12,7 +12,7 @@ use std::time::Duration;
 use strata_launcher::Launcher;
 use strata_proto::overlay::{Sample, Setup};
 
-use crate::commands::show::write_files;
+use crate::commands::show::{Analyses, write_files};
 use crate::exit::Exit;
 use crate::failure::Failure;
 use std::path::PathBuf;
@@ -243,7 +243,7 @@ pub(crate) fn run(
     let exit = Exit::of_result(&last);
     if !options.no_files {
         let dir = options.output.unwrap_or_else(|| output::default_dir(&last));
-        write_files(&last, &dir, None)?;
+        write_files(&last, &dir, &Analyses::new(&last, None))?;
     }
     Ok(exit)
 }

@@ -677,6 +677,22 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
 
+    /// An analysis's field may not replace the file's own: the list of them must name every
+    /// key the file writes, or a new field of the file could be overwritten unnoticed.
+    #[test]
+    fn own_fields_name_every_key_of_the_file() {
+        let mut r = crate::example::ring_result();
+        r.meta.threads.push(ThreadInfo::default());
+        r.meta.missing.push(MissingRanks::default());
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        for key in v.as_object().unwrap().keys() {
+            assert!(
+                OWN_FIELDS.contains(&key.as_str()),
+                "{key} is not in OWN_FIELDS"
+            );
+        }
+    }
+
     fn f(name: &str) -> Frame {
         Frame::function(name)
     }

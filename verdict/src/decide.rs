@@ -70,6 +70,9 @@ pub enum Confidence {
 pub struct Culprit {
     /// Rank list (`0,3-7`).
     pub ranks: String,
+    /// The same ranks, as a set (for shortened lists on screen).
+    #[serde(skip)]
+    pub set: RankSet,
     /// What they do: `in MPI_Recv`, `outside MPI in spin_forever`, ...
     pub doing: String,
     /// Their MPI call site, or their innermost program frame outside MPI.
@@ -131,7 +134,8 @@ fn role(s: &RankState) -> Role {
 }
 
 /// What a group of ranks in one state does, in a few words.
-fn doing(s: &RankState) -> (String, Option<Place>) {
+/// What ranks in state `s` do, in a few words, and where.
+pub(crate) fn doing(s: &RankState) -> (String, Option<Place>) {
     let handler = if s.in_signal_handler {
         " in a signal handler"
     } else {
@@ -179,6 +183,7 @@ pub fn decide(observations: &Observations) -> Decision {
     }
     let with = |role: Role| -> Vec<&Ranked> { groups.iter().filter(|g| g.role == role).collect() };
     let count = |gs: &[&Ranked]| -> u64 { gs.iter().map(|g| g.ranks.count()).sum() };
+    let total: u64 = groups.iter().map(|g| g.ranks.count()).sum();
     let partly = groups
         .iter()
         .any(|g| g.state.motion == Motion::PartlySeen && g.role != Role::Unseen);
@@ -226,7 +231,7 @@ pub fn decide(observations: &Observations) -> Decision {
         );
     }
     let stuck = with(Role::StillOutside);
-    if count(&stuck) == count(&groups.iter().collect::<Vec<_>>()) {
+    if count(&stuck) == total {
         // ParaStack's rule needs ranks that wait in MPI for the ones that do not.
         return undecided(
             Vec::new(),
@@ -237,7 +242,7 @@ pub fn decide(observations: &Observations) -> Decision {
         );
     }
     if !stuck.is_empty() {
-        let others = count(&groups.iter().collect::<Vec<_>>()) - count(&stuck);
+        let others = total - count(&stuck);
         let summary = format!(
             "{} outside MPI, on the same path in every sample{}",
             ranks_phrase(&stuck),
@@ -362,18 +367,21 @@ pub fn decide(observations: &Observations) -> Decision {
 fn evidence(groups: &[Ranked]) -> Vec<String> {
     groups
         .iter()
-        .map(|g| {
-            let (what, at) = doing(g.state);
-            let place = at.map(|p| format!(" at {}", p.short())).unwrap_or_default();
-            let motion = match g.state.motion {
-                Motion::Unchanged => "unchanged in every sample",
-                Motion::Changed => "moved between samples",
-                Motion::OneSample => "sampled once",
-                Motion::PartlySeen => "unchanged where seen, some samples unread",
-            };
-            format!("[{}] {what}{place}, {motion}", format_set(&g.ranks))
-        })
+        .map(|g| seen_line(format_set(&g.ranks), g.state))
         .collect()
+}
+
+/// `[ranks] what at file:line, motion`: one state, as evidence.
+pub(crate) fn seen_line(ranks: String, s: &RankState) -> String {
+    let (what, at) = doing(s);
+    let place = at.map(|p| format!(" at {}", p.short())).unwrap_or_default();
+    let motion = match s.motion {
+        Motion::Unchanged => "unchanged in every sample",
+        Motion::Changed => "moved between samples",
+        Motion::OneSample => "sampled once",
+        Motion::PartlySeen => "unchanged where seen, some samples unread",
+    };
+    format!("[{ranks}] {what}{place}, {motion}")
 }
 
 fn ranks_phrase(groups: &[&Ranked]) -> String {
@@ -404,6 +412,7 @@ fn decision(
             let (doing, at) = doing(g.state);
             Culprit {
                 ranks: format_set(&g.ranks),
+                set: g.ranks.clone(),
                 doing,
                 at,
             }

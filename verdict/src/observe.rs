@@ -152,8 +152,30 @@ pub fn observe(result: &StrataResult) -> Observations {
     let samples = result.meta.sampling.samples;
     let job_size = result.meta.job_size as usize;
     let threads = result.tree_3d.has_threads() && !result.meta.threads.is_empty();
-    let executables: Vec<Program> = (0..job_size)
-        .map(|rank| Program::of(result, rank))
+    // Each rank's row of the rank table, and its program (ranks of one executable share
+    // one, and the cached states with it).
+    let mut rank_info = vec![None; job_size];
+    for info in &result.meta.ranks {
+        if let Some(slot) = rank_info.get_mut(info.rank as usize) {
+            *slot = Some(info);
+        }
+    }
+    let mut programs = vec![Program::UNKNOWN];
+    let program_of: Vec<usize> = rank_info
+        .iter()
+        .map(|info| {
+            let program = info.map_or(Program::UNKNOWN, |r| Program {
+                path: r.executable.clone(),
+                build_id: r.build_id.clone(),
+            });
+            programs
+                .iter()
+                .position(|p| *p == program)
+                .unwrap_or_else(|| {
+                    programs.push(program);
+                    programs.len() - 1
+                })
+        })
         .collect();
 
     // A unit is a rank, or a thread when threads were sampled.
@@ -164,14 +186,15 @@ pub fn observe(result: &StrataResult) -> Observations {
     };
     let motions = motions(&result.tree_3d, threads, unit_count);
     let last = last_states(&result.tree_2d, threads, unit_count);
-    let mut states = StateCache::default();
-    let unit_state = |unit: usize, rank: usize, states: &mut StateCache| -> Option<RankState> {
-        let program = executables.get(rank).unwrap_or(&Program::UNKNOWN);
-        let last_seen = last[unit].map(|node| states.get(&result.tree_2d, node, program));
+    let mut last_states = StateCache::new(&result.tree_2d, &programs);
+    let mut earlier_states = StateCache::new(&result.tree_3d, &programs);
+    let mut unit_state = |unit: usize, rank: usize| -> Option<RankState> {
+        let program = program_of.get(rank).copied().unwrap_or(0);
+        let last_seen = last[unit].map(|node| last_states.get(node, program));
         // The last sample not read (or absent): where an earlier sample saw it.
         let (activity, in_signal_handler) = match (last_seen, motions[unit].seen_at) {
             (Some((Activity::NotSampled { .. }, _)), Some(node)) | (None, Some(node)) => {
-                states.get(&result.tree_3d, node, program)
+                earlier_states.get(node, program)
             }
             (Some(seen), _) => seen,
             (None, None) => return None,
@@ -192,14 +215,10 @@ pub fn observe(result: &StrataResult) -> Observations {
             if unit >= unit_count || rank >= job_size {
                 continue;
             }
-            let main = result
-                .meta
-                .ranks
-                .iter()
-                .find(|r| r.rank == info.rank)
+            let main = rank_info[rank]
                 .and_then(|r| r.pid)
                 .is_some_and(|pid| pid == info.tid);
-            if let Some(state) = unit_state(unit, rank, &mut states) {
+            if let Some(state) = unit_state(unit, rank) {
                 per_rank[rank].push((main, state));
             }
         }
@@ -208,7 +227,7 @@ pub fn observe(result: &StrataResult) -> Observations {
         }
     } else {
         for (rank, slot) in ranks.iter_mut().enumerate() {
-            *slot = unit_state(rank, rank, &mut states);
+            *slot = unit_state(rank, rank);
         }
     }
     Observations { ranks, samples }
@@ -391,19 +410,6 @@ impl Program {
         build_id: None,
     };
 
-    fn of(result: &StrataResult, rank: usize) -> Program {
-        result
-            .meta
-            .ranks
-            .iter()
-            .find(|r| r.rank as usize == rank)
-            .map(|r| Program {
-                path: r.executable.clone(),
-                build_id: r.build_id.clone(),
-            })
-            .unwrap_or(Program::UNKNOWN)
-    }
-
     fn owns(&self, frame: &Frame) -> bool {
         let Some(module) = frame.code().and_then(|c| c.module.as_ref()) else {
             return false;
@@ -413,27 +419,28 @@ impl Program {
     }
 }
 
-/// States of the nodes asked for so far, per program (ranks of one executable share them).
-#[derive(Default)]
-struct StateCache {
-    known: FxHashMap<(usize, NodeId, Option<String>), (Activity, bool)>,
+/// The states of one tree's nodes asked for so far, per program.
+struct StateCache<'a> {
+    tree: &'a PrefixTree<RankSet>,
+    programs: &'a [Program],
+    known: FxHashMap<(NodeId, usize), (Activity, bool)>,
 }
 
-impl StateCache {
-    fn get(
-        &mut self,
-        tree: &PrefixTree<RankSet>,
-        node: NodeId,
-        program: &Program,
-    ) -> (Activity, bool) {
-        // Trees are told apart by their address: the cache lives for one `observe`.
-        let tree_id = std::ptr::from_ref(tree) as usize;
+impl<'a> StateCache<'a> {
+    fn new(tree: &'a PrefixTree<RankSet>, programs: &'a [Program]) -> Self {
+        StateCache {
+            tree,
+            programs,
+            known: FxHashMap::default(),
+        }
+    }
+
+    /// The state of the path ending at `node`, for ranks of `programs[program]`.
+    fn get(&mut self, node: NodeId, program: usize) -> (Activity, bool) {
+        let (tree, programs) = (self.tree, self.programs);
         self.known
-            .entry((tree_id, node, program.path.clone()))
-            .or_insert_with(|| {
-                let path = tree.path_frames(node);
-                state_of_path(&path, program)
-            })
+            .entry((node, program))
+            .or_insert_with(|| state_of_path(&tree.path_frames(node), &programs[program]))
             .clone()
     }
 }

@@ -4,8 +4,8 @@
 //! line per state as evidence, and for an undecided answer what would decide it. Rank
 //! lists are shortened to the width the tree uses, so a 4,096-rank job stays readable.
 
-use crate::decide::{Decision, Kind};
-use crate::observe::{Activity, Motion, Observations};
+use crate::decide::{Confidence, Decision, Kind, seen_line};
+use crate::observe::Observations;
 use strata_filters::taskset::format_set_shortened;
 
 /// The paragraph, rank lists shortened to `max_list` characters.
@@ -23,39 +23,13 @@ pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> Strin
             c.at.as_ref()
                 .map(|p| format!(" at {}", p.short()))
                 .unwrap_or_default();
-        let ranks = shorten(&c.ranks, max_list);
+        let ranks = format_set_shortened(&c.set, max_list);
         out.push_str(&format!("  debug [{ranks}]: {}{at}\n", c.doing));
     }
     out.push_str("  seen:\n");
     for group in observations.groups() {
-        let s = &group.state;
-        let (what, place) = match &s.activity {
-            Activity::InMpi { call, call_site } => (format!("in {}", call.name), call_site.clone()),
-            Activity::Outside { at, innermost } => {
-                (format!("outside MPI ({innermost})"), at.clone())
-            }
-            Activity::Exited => ("exited".to_string(), None),
-            Activity::Uninterruptible => ("in uninterruptible sleep".to_string(), None),
-            Activity::NotSampled { why } => (format!("not sampled: {why}"), None),
-        };
-        let handler = if s.in_signal_handler {
-            " in a signal handler"
-        } else {
-            ""
-        };
-        let at = place
-            .map(|p| format!(" at {}", p.short()))
-            .unwrap_or_default();
-        let motion = match s.motion {
-            Motion::Unchanged => "unchanged",
-            Motion::Changed => "moving",
-            Motion::OneSample => "one sample",
-            Motion::PartlySeen => "unchanged where seen",
-        };
-        out.push_str(&format!(
-            "    [{}] {what}{handler}{at}, {motion}\n",
-            format_set_shortened(&group.ranks, max_list)
-        ));
+        let ranks = format_set_shortened(&group.ranks, max_list);
+        out.push_str(&format!("    {}\n", seen_line(ranks, &group.state)));
     }
     if let Some(would) = &d.would_decide {
         out.push_str(&format!("  would decide: {would}\n"));
@@ -63,21 +37,12 @@ pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> Strin
     out
 }
 
-fn confidence(c: crate::decide::Confidence) -> &'static str {
+fn confidence(c: Confidence) -> &'static str {
     match c {
-        crate::decide::Confidence::Proved => "proved",
-        crate::decide::Confidence::Likely => "likely",
-        crate::decide::Confidence::Guess => "a guess",
+        Confidence::Proved => "proved",
+        Confidence::Likely => "likely",
+        Confidence::Guess => "a guess",
     }
-}
-
-/// A rank list already formatted, cut to `max` characters at a comma.
-fn shorten(list: &str, max: usize) -> String {
-    if list.len() <= max {
-        return list.to_string();
-    }
-    let cut = list[..max].rfind(',').unwrap_or(max);
-    format!("{},…", &list[..cut])
 }
 
 #[cfg(test)]
@@ -98,14 +63,8 @@ mod tests {
         );
         assert_eq!(
             lines[4],
-            "    [0,3-7] in MPI_Barrier at ring.c:47, unchanged"
+            "    [0,3-7] in MPI_Barrier at ring.c:47, unchanged in every sample"
         );
         assert_eq!(lines.len(), 7, "{t}");
-    }
-
-    #[test]
-    fn long_rank_lists_are_cut_at_a_comma() {
-        assert_eq!(shorten("0,2,4,6,8,10", 7), "0,2,4,…");
-        assert_eq!(shorten("0-3", 7), "0-3");
     }
 }

@@ -176,10 +176,10 @@ pub fn run_request(
         show_args.progress = false;
     }
     let t = std::time::Instant::now();
-    let mut progress = show(&assembled.result, &show_args)?;
+    let mut analyses = show(&assembled.result, &show_args)?;
     if progress_for_files {
         show_args.progress = true;
-        progress = crate::commands::show::progress_order(&show_args, &assembled.result);
+        analyses.progress = crate::commands::show::progress_order(&show_args, &assembled.result);
     }
     let rendered = t.elapsed();
     hints(&assembled, req.sampling.threads);
@@ -190,7 +190,7 @@ pub fn run_request(
             .output
             .clone()
             .unwrap_or_else(|| output::default_dir(&assembled.result));
-        write_files(&assembled.result, &dir, progress.as_ref())?;
+        write_files(&assembled.result, &dir, &analyses)?;
     }
     if std::env::var_os("STRATA_TIMINGS").is_some() {
         let mut phases = vec![("job lookup", lookup)];

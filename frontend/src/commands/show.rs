@@ -50,12 +50,36 @@ pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
     }
 }
 
-/// Prints `result` on standard output as `args` say; returns the progress order when
-/// `--progress` asked for one (the result files carry it too).
-pub fn show(
-    result: &StrataResult,
-    args: &ShowArgs,
-) -> Result<Option<strata_progress::order::ProgressOrder>, Failure> {
+/// The analyses drawn over a result: the verdict always, the progress order when
+/// `--progress` asked for it. Computed once, shown on screen and kept in the files.
+#[derive(Debug)]
+pub struct Analyses {
+    pub progress: Option<strata_progress::order::ProgressOrder>,
+    pub verdict: strata_verdict::Verdict,
+}
+
+impl Analyses {
+    /// The verdict on `result` (timed under `STRATA_TIMINGS`), with `progress`.
+    pub fn new(
+        result: &StrataResult,
+        progress: Option<strata_progress::order::ProgressOrder>,
+    ) -> Analyses {
+        let t = std::time::Instant::now();
+        let verdict = strata_verdict::Verdict::of(result);
+        if std::env::var_os("STRATA_TIMINGS").is_some() {
+            eprintln!(
+                "strata: timing: verdict: {:.2} ms ({})",
+                t.elapsed().as_secs_f64() * 1e3,
+                verdict.decision.kind.as_str()
+            );
+        }
+        Analyses { progress, verdict }
+    }
+}
+
+/// Prints `result` on standard output as `args` say; returns the analyses it drew (the
+/// result files carry them too).
+pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure> {
     let (opts, kind) = view_options(args);
     let t = std::time::Instant::now();
     let progress = progress_order(args, result);
@@ -86,36 +110,28 @@ pub fn show(
             ..TextOptions::default()
         }
     };
-    let t = std::time::Instant::now();
-    let verdict = strata_verdict::Verdict::of(result);
-    if std::env::var_os("STRATA_TIMINGS").is_some() {
-        eprintln!(
-            "strata: timing: verdict: {:.2} ms ({})",
-            t.elapsed().as_secs_f64() * 1e3,
-            verdict.decision.kind.as_str()
-        );
-    }
-    let text = match (&progress, format) {
+    let analyses = Analyses::new(result, progress);
+    let (progress, verdict) = (&analyses.progress, &analyses.verdict);
+    let text = match (progress, format) {
         // The whole result for scripts, with the verdict's object.
-        (None, Format::Json) => result.to_json_with(Some(&verdict)),
+        (None, Format::Json) => result.to_json_with(Some(verdict)),
         (Some(p), Format::Json) => strata_progress::report::json_text(p),
         (_, Format::Text) => {
             // After the tree: the progress order's report, then "Why it hangs".
-            let mut analyses: Vec<&dyn Annotation> = Vec::new();
-            if let Some(p) = &progress {
-                analyses.push(p);
+            let mut drawn: Vec<&dyn Annotation> = Vec::new();
+            if let Some(p) = progress {
+                drawn.push(p);
             }
             if !args.no_verdict {
-                analyses.push(&verdict);
+                drawn.push(verdict);
             }
-            let analyses = Annotations(analyses);
-            render::text::render_annotated(result, kind, opts, text_opts, Some(&analyses))
+            render::text::render_annotated(result, kind, opts, text_opts, Some(&Annotations(drawn)))
         }
         (Some(p), Format::Dot) => render::dot::render_annotated(result, kind, opts, Some(p)),
         (_, Format::Dot | Format::Folded) => render::render(result, format, kind, opts, text_opts),
     };
     write_stdout(&text)?;
-    Ok(progress)
+    Ok(analyses)
 }
 
 /// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
@@ -138,23 +154,14 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
 pub fn write_files(
     result: &StrataResult,
     dir: &std::path::Path,
-    progress: Option<&strata_progress::order::ProgressOrder>,
+    analyses: &Analyses,
 ) -> Result<(), Failure> {
-    let t = std::time::Instant::now();
-    let verdict = strata_verdict::Verdict::of(result);
-    if std::env::var_os("STRATA_TIMINGS").is_some() {
-        eprintln!(
-            "strata: timing: verdict: {:.2} ms ({})",
-            t.elapsed().as_secs_f64() * 1e3,
-            verdict.decision.kind.as_str()
-        );
+    let mut drawn: Vec<&dyn Annotation> = Vec::new();
+    if let Some(p) = &analyses.progress {
+        drawn.push(p);
     }
-    let mut analyses: Vec<&dyn Annotation> = Vec::new();
-    if let Some(p) = progress {
-        analyses.push(p);
-    }
-    analyses.push(&verdict);
-    let written = output::write_all(result, dir, Some(&Annotations(analyses))).map_err(|e| {
+    drawn.push(&analyses.verdict);
+    let written = output::write_all(result, dir, Some(&Annotations(drawn))).map_err(|e| {
         Failure::new(
             Exit::BadInput,
             format!("cannot write result files to {}: {e}", dir.display()),

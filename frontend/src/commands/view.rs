@@ -1,6 +1,6 @@
 //! `strata view`: a saved result, in the terminal UI on a terminal, printed otherwise.
 
-use super::show::{color_on, progress_order, show, write_files};
+use super::show::{Analyses, color_on, progress_order, show, write_files};
 use crate::cli::ViewArgs;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -17,16 +17,17 @@ pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
         && std::io::stdout().is_terminal();
     if interactive {
         if let Some(dir) = &args.output {
-            write_files(&result, dir, progress_order(&args.show, &result).as_ref())?;
+            let analyses = Analyses::new(&result, progress_order(&args.show, &result));
+            write_files(&result, dir, &analyses)?;
         }
         let state = crate::commands::show::view_state(&args.show);
         let color = color_on(args.show.color, true);
         let last = strata_tui::run(result, Box::new(strata_tui::Saved), state, color)?;
         return Ok(Exit::of_result(&last));
     }
-    let progress = show(&result, &args.show)?;
+    let analyses = show(&result, &args.show)?;
     if let Some(dir) = args.output {
-        write_files(&result, &dir, progress.as_ref())?;
+        write_files(&result, &dir, &analyses)?;
     }
     Ok(Exit::of_result(&result))
 }
