@@ -11,13 +11,24 @@ use strata_filters::taskset::format_set_shortened;
 /// The paragraph, rank lists shortened to `max_list` characters.
 pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> String {
     let mut out = String::new();
-    let title = match d.kind {
-        Kind::NoHangSeen => "Why it hangs: no hang seen",
-        Kind::Undecided => "Why it hangs: not decided",
-        _ => "Why it hangs",
+    // An undecided answer says so once, in the title, and claims no confidence.
+    let (title, summary) = match d.kind {
+        Kind::NoHangSeen => (
+            format!("Why it hangs: no hang seen ({})", confidence(d.confidence)),
+            d.summary.as_str(),
+        ),
+        Kind::Undecided => (
+            "Why it hangs: not decided".to_string(),
+            d.summary
+                .strip_prefix("not decided: ")
+                .unwrap_or(&d.summary),
+        ),
+        _ => (
+            format!("Why it hangs ({})", confidence(d.confidence)),
+            d.summary.as_str(),
+        ),
     };
-    out.push_str(&format!("{title} ({})\n", confidence(d.confidence)));
-    out.push_str(&format!("  {}.\n", d.summary));
+    out.push_str(&format!("{title}\n  {summary}.\n"));
     for c in &d.culprits {
         let at =
             c.at.as_ref()
