@@ -52,6 +52,9 @@
 //! * Two constructs starting on one line (`if (a) f(); while (b) g();`) get equal offsets and
 //!   different tokens: [`compare`](super::point::compare) calls them unrelated.
 //!
+//! [`SourceIndex::call_arguments`] reads the argument expressions of a call on a line (the
+//! peers and communicators of MPI calls, for the verdict).
+//!
 //! The layers, bottom up (private modules): `language` (which grammar a file takes),
 //! `files` (the one lookup and parse cache of source files, shared with [`crate::lov`]),
 //! `syntax` (lines and children of syntax nodes), `constructs` (what a node is: a loop, a
@@ -59,6 +62,7 @@
 //! name), `conditionals` (the parts of a conditional and which one holds a line), and
 //! `points` (the descent that builds the point).
 
+pub(crate) mod calls;
 pub(crate) mod conditionals;
 pub(crate) mod constructs;
 pub(crate) mod files;
@@ -70,5 +74,6 @@ pub(crate) mod syntax;
 #[cfg(test)]
 mod tests;
 
+pub use calls::{Argument, CallError, Expr, Operator};
 pub use files::{SourceError, SourceIndex};
 pub use language::Language;
