@@ -243,7 +243,7 @@ pub(crate) fn run(
     let exit = Exit::of_result(&last);
     if !options.no_files {
         let dir = options.output.unwrap_or_else(|| output::default_dir(&last));
-        write_files(&last, &dir, &Analyses::new(&last, None))?;
+        write_files(&last, &dir, &Analyses::new(&last, None, &[]))?;
     }
     Ok(exit)
 }

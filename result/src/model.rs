@@ -148,6 +148,15 @@ impl StrataResult {
         self.meta.variables = crate::variables::from_reply(requests, reply, &sampled);
     }
 
+    /// Marks the variables of `for_verdict` as read for the verdict only.
+    pub fn mark_verdict_reads(&mut self, for_verdict: &[strata_proto::overlay::VariableRequest]) {
+        for v in &mut self.meta.variables {
+            v.for_verdict = for_verdict
+                .iter()
+                .any(|r| r.function == v.function && r.variable == v.variable);
+        }
+    }
+
     pub fn tree(&self, kind: TreeKind) -> &PrefixTree<RankSet> {
         match kind {
             TreeKind::TwoD => &self.tree_2d,

@@ -114,6 +114,10 @@ pub struct ReadClass {
 pub struct VariableReads {
     pub function: String,
     pub variable: String,
+    /// Read for the verdict (a call's peer or communicator), not asked for: kept for it,
+    /// not listed in the report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub for_verdict: bool,
     /// Integers in increasing order first, then other values, optimized out, errors.
     pub classes: Vec<ReadClass>,
 }
@@ -175,6 +179,7 @@ pub fn from_reply(
         out.push(VariableReads {
             function: req.function.clone(),
             variable: req.variable.clone(),
+            for_verdict: false,
             classes: classes
                 .into_iter()
                 .map(|((reading, at), ranks)| ReadClass {

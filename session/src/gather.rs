@@ -88,13 +88,24 @@ pub fn tree(
     let fixed: Vec<VariableRequest> = req.variables.iter().map(VariableSpec::request).collect();
     let (with_loops, source_dirs) = (req.loop_variables, req.source_dirs.clone());
     // `--var` reads what it names; `--progress` also the loop-order variables of the loops
-    // the sampled ranks are in (which needs the samples, so it is decided here).
+    // the sampled ranks are in; the verdict the variables in the arguments of the MPI calls
+    // the ranks are blocked in (their peers and communicators). Both need the samples, so
+    // they are decided here.
+    let mut verdict_only = Vec::new();
     let mut pick = |rank_map: &SetupReply, sampled: &Merged| {
         let mut requests = fixed.clone();
-        if with_loops && let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) {
+        if let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) {
             let mut sources = SourceIndex::new(source_dirs.clone());
-            for r in order::loop_requests(&a.result, &mut sources) {
+            if with_loops {
+                for r in order::loop_requests(&a.result, &mut sources) {
+                    if !requests.contains(&r) {
+                        requests.push(r);
+                    }
+                }
+            }
+            for r in strata_verdict::Verdict::requests(&a.result, &mut sources) {
                 if !requests.contains(&r) {
+                    verdict_only.push(r.clone());
                     requests.push(r);
                 }
             }
@@ -120,6 +131,7 @@ pub fn tree(
     let reaped = t.elapsed();
     let mut outcome = outcome?;
     if let Outcome::Done(g) = &mut outcome {
+        g.verdict_only = verdict_only;
         g.timings.push(("close the links", closed));
         g.timings.push(("reap the tree's processes", reaped));
     }
@@ -232,6 +244,7 @@ pub fn serial(
         sampled: Merged { trees, reply },
         stacks,
         variables: None,
+        verdict_only: Vec::new(),
         timings,
     })))
 }

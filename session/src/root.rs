@@ -53,8 +53,11 @@ pub struct Gathered {
     /// The root's merge, its trees as built (never encoded).
     pub sampled: Merged,
     pub stacks: StacksReply,
-    /// The variables read after sampling (`--var`, loop-order variables) and their values.
+    /// The variables read after sampling (`--var`, loop-order variables, the verdict's
+    /// call arguments) and their values.
     pub variables: Option<(Vec<VariableRequest>, VariablesReply)>,
+    /// Those read for the verdict only (not shown in the report's variables).
+    pub verdict_only: Vec<VariableRequest>,
     /// Per phase, wall time.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -109,6 +112,7 @@ pub async fn run(
         sampled,
         stacks,
         variables,
+        verdict_only: Vec::new(),
         timings,
     })))
 }

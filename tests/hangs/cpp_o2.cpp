@@ -4,7 +4,7 @@
  * strata-corpus: ranks 4 flags -O2
  * strata-expect: state 0-1 in_mpi MPI_Recv @RECV unchanged
  * strata-expect: state 2-3 in_mpi MPI_Barrier @BARRIER unchanged
- * strata-expect: verdict undecided 0-1 @RECV
+ * strata-expect: verdict deadlock_cycle 0-1 @RECV
  */
 #include "announce.h"
 

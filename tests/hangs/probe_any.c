@@ -4,7 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0 in_mpi MPI_Probe @PROBE unchanged
  * strata-expect: state 1-3 in_mpi MPI_Allreduce @ALLREDUCE unchanged
- * strata-expect: verdict message_never_sent 0 @PROBE
+ * strata-expect: verdict collective_mismatch 0 @PROBE
  */
 #include "announce.h"
 

@@ -4,7 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0-2 in_mpi MPI_Recv @RECV unchanged
  * strata-expect: state 3 in_mpi MPI_Barrier @BARRIER unchanged
- * strata-expect: verdict undecided 0-2 @RECV
+ * strata-expect: verdict deadlock_cycle 0-2 @RECV
  */
 #include "announce.h"
 

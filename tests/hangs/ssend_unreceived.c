@@ -4,7 +4,7 @@
  * strata-corpus: ranks 4
  * strata-expect: state 0 in_mpi MPI_Ssend @SSEND unchanged
  * strata-expect: state 1-3 in_mpi MPI_Barrier @BARRIER unchanged
- * strata-expect: verdict message_never_sent 0 @SSEND
+ * strata-expect: verdict collective_mismatch 0 @SSEND
  */
 #include "announce.h"
 

@@ -5,7 +5,7 @@
  * strata-corpus: ranks 4 threads
  * strata-expect: state 1 in_mpi MPI_Recv @RECV unchanged other_thread
  * strata-expect: state 0,2-3 in_mpi MPI_Barrier @BARRIER unchanged
- * strata-expect: verdict message_never_sent 1 @RECV
+ * strata-expect: verdict collective_mismatch 1 @RECV
  */
 #include "announce.h"
 #include <pthread.h>

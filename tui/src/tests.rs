@@ -166,6 +166,7 @@ impl Source for Scripted {
             .borrow_mut()
             .push(format!("variables {ranks:?} {}", variables[0]));
         Ok(vec![VariableReads {
+            for_verdict: false,
             function: variables[0].function.clone(),
             variable: variables[0].variable.clone(),
             classes: vec![ReadClass {

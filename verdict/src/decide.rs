@@ -1,9 +1,7 @@
-//! One answer to "why does it hang, and which ranks do I debug", from the ranks' states.
+//! One answer to "why does it hang, and which ranks do I debug", from the ranks' states and,
+//! where their calls' arguments were known, the wait-for graph ([`crate::graph`]).
 //!
-//! The rules read what [`crate::observe`] saw, and nothing else yet: which call each rank is
-//! in, of what kind, and whether it moved. They do not know the peers of a receive or the
-//! members of a communicator (those come from the calls' arguments, and from the PMPI
-//! library), so they decide only what holds whoever the peers are, and say so otherwise:
+//! The rules, in order; the first that applies answers:
 //!
 //! 1. **No hang seen**: some rank moved between samples. Ranks that wait may be waiting for
 //!    it; it is named, not blamed.
@@ -11,156 +9,35 @@
 //!    while the others wait: computing forever, sleeping, or in a signal handler that does
 //!    not return. When no rank at all is in MPI, the rule has nothing to stand on:
 //!    undecided.
-//! 3. **Message never sent**: one rank alone waits in a point-to-point call (a receive, a
-//!    synchronous send, a probe, a wait) and every other rank is finished or blocked in
-//!    another call: whoever its peer is, it sends nothing.
-//! 4. Several ranks wait in point-to-point calls: a cycle among them, or messages never
-//!    sent; which one needs their peers. **Undecided**, naming them: they are the ranks to
+//! 3. Ranks not sampled: **undecided** (they may be the ones the others wait for).
+//! 4. What the **wait-for graph** proves: a cycle of point-to-point
+//!    waits is a **deadlock cycle**; a cycle through a collective is a **collective
+//!    mismatch** (a missing participant: the ranks not in the largest collective are
+//!    named); ranks stuck waiting for finished ones wait for a **message never sent**.
+//!    Unknown waits (requests, derived communicators, arguments not read) are taken to be
+//!    released, so the graph only claims what its known edges force.
+//! 5. Without the graph's proof: one rank alone waits in a point-to-point call (a receive,
+//!    a synchronous send, a probe, a wait) and every other rank is finished or blocked in
+//!    another call: whoever its peer is, it sends nothing (**message never sent**).
+//! 6. Several ranks wait in point-to-point calls whose peers are not known: a cycle among
+//!    them, or messages never sent. **Undecided**, naming them: they are the ranks to
 //!    debug.
-//! 5. Ranks in **different collectives** (or some in a collective, some finished): a
+//! 7. Ranks in **different collectives** (or some in a collective, some finished): a
 //!    mismatch. The groups that are not the largest are named; communicators are not
 //!    known, so it is a guess.
-//! 6. Everything else (every rank in one collective, ranks not sampled) is **undecided**,
-//!    with the reason.
+//! 8. Everything else (every rank in one collective) is **undecided**, with the reason.
 //!
 //! A rank is blamed only with what was seen: one sample has no motion (undecided), and a
 //! rank some samples could not read weakens the answer to a guess.
 
-use crate::mpi_call::{CallKind, Place};
-use crate::observe::{Activity, Motion, Observations, RankState};
-use serde::Serialize;
+pub use crate::answer::{Confidence, Culprit, Decision, Kind};
+use crate::describe::{doing, seen_line};
+use crate::graph::WaitFor;
+use crate::observe::{Motion, Observations, RankState};
+use crate::proof::from_graph;
+use crate::role::{Role, role};
 use strata_filters::taskset::format_set;
 use strata_filters::{RankSet, TaskSet};
-
-/// What kind of answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    NoHangSeen,
-    StuckOutsideMpi,
-    MessageNeverSent,
-    CollectiveMismatch,
-    Undecided,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::NoHangSeen => "no_hang_seen",
-            Kind::StuckOutsideMpi => "stuck_outside_mpi",
-            Kind::MessageNeverSent => "message_never_sent",
-            Kind::CollectiveMismatch => "collective_mismatch",
-            Kind::Undecided => "undecided",
-        }
-    }
-}
-
-/// How sure: `proved` from exact data (the PMPI library's), `likely` from what every sample
-/// showed, `guess` from a heuristic (communicators not known, samples missing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    Guess,
-    Likely,
-    Proved,
-}
-
-/// Ranks the answer names, where they are.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Culprit {
-    /// Rank list (`0,3-7`).
-    pub ranks: String,
-    /// The same ranks, as a set (for shortened lists on screen).
-    #[serde(skip)]
-    pub set: RankSet,
-    /// What they do: `in MPI_Recv`, `outside MPI in spin_forever`, ...
-    pub doing: String,
-    /// Their MPI call site, or their innermost program frame outside MPI.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub at: Option<Place>,
-}
-
-/// The answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Decision {
-    pub kind: Kind,
-    pub confidence: Confidence,
-    /// Every rank named, as one rank list.
-    pub ranks: String,
-    /// The ranks to debug, by what they do.
-    pub culprits: Vec<Culprit>,
-    /// One sentence.
-    pub summary: String,
-    /// What it stands on, a sentence each.
-    pub evidence: Vec<String>,
-    /// For `undecided` (and guesses): what would decide it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub would_decide: Option<String>,
-}
-
-/// What a rank is, for the rules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    Moving,
-    StillOutside,
-    WaitingPointToPoint,
-    WaitingCollective,
-    Finished,
-    Unseen,
-}
-
-fn role(s: &RankState) -> Role {
-    if s.motion == Motion::Changed {
-        return Role::Moving;
-    }
-    match &s.activity {
-        Activity::Exited => Role::Finished,
-        Activity::Outside { .. } => Role::StillOutside,
-        Activity::InMpi { call, .. } => match call.kind {
-            CallKind::InitFinalize if call.name == "MPI_Finalize" => Role::Finished,
-            // MPI_Init and MPI_Init_thread wait for every rank of the job.
-            CallKind::Collective | CallKind::InitFinalize => Role::WaitingCollective,
-            // A fence is collective over the window's group.
-            CallKind::OneSided if call.name == "MPI_Win_fence" => Role::WaitingCollective,
-            // Seen in the same call sample after sample, a call that returns at once
-            // (MPI_Iprobe, MPI_Test) is a polling loop: a wait all the same.
-            CallKind::PointToPoint | CallKind::Completion | CallKind::OneSided => {
-                Role::WaitingPointToPoint
-            }
-            CallKind::Other => Role::StillOutside,
-        },
-        Activity::Uninterruptible | Activity::NotSampled { .. } => Role::Unseen,
-    }
-}
-
-/// What a group of ranks in one state does, in a few words.
-/// What ranks in state `s` do, in a few words, and where.
-pub(crate) fn doing(s: &RankState) -> (String, Option<Place>) {
-    let handler = if s.in_signal_handler {
-        " in a signal handler"
-    } else {
-        ""
-    };
-    match &s.activity {
-        Activity::InMpi { call, call_site } => {
-            (format!("in {}{handler}", call.name), call_site.clone())
-        }
-        Activity::Outside { at, innermost } => {
-            let function = at
-                .as_ref()
-                .and_then(|p| p.function.clone())
-                .unwrap_or_else(|| innermost.clone());
-            let mut what = format!("outside MPI{handler} in {function}");
-            if at.as_ref().and_then(|p| p.function.as_deref()) != Some(innermost.as_str()) {
-                what.push_str(&format!(" ({innermost})"));
-            }
-            (what, at.clone())
-        }
-        Activity::Exited => ("exited".to_string(), None),
-        Activity::Uninterruptible => ("in uninterruptible sleep".to_string(), None),
-        Activity::NotSampled { why } => (format!("not sampled ({why})"), None),
-    }
-}
 
 struct Ranked<'a> {
     ranks: RankSet,
@@ -168,8 +45,15 @@ struct Ranked<'a> {
     role: Role,
 }
 
-/// Decides from `observations`: see the module's doc.
-pub fn decide(observations: &Observations) -> Decision {
+/// Decides from `observations` and, when some calls' arguments were known, their wait-for
+/// `graph`: see the module's doc.
+pub fn decide(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
+    let mut d = decide_on(observations, graph);
+    d.wait_for = graph.map(WaitFor::to_file);
+    d
+}
+
+fn decide_on(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
     let mut groups: Vec<Ranked> = Vec::new();
     for group in observations.groups() {
         let state = observations.ranks[group.ranks.min().expect("groups are not empty") as usize]
@@ -278,6 +162,9 @@ pub fn decide(observations: &Observations) -> Decision {
             evidence,
         );
     }
+    if let Some(d) = graph.and_then(|g| from_graph(g, partly, &evidence)) {
+        return d;
+    }
     if count(&p2p) == 1 {
         let confidence = if partly {
             Confidence::Guess
@@ -371,19 +258,6 @@ fn evidence(groups: &[Ranked]) -> Vec<String> {
         .collect()
 }
 
-/// `[ranks] what at file:line, motion`: one state, as evidence.
-pub(crate) fn seen_line(ranks: String, s: &RankState) -> String {
-    let (what, at) = doing(s);
-    let place = at.map(|p| format!(" at {}", p.short())).unwrap_or_default();
-    let motion = match s.motion {
-        Motion::Unchanged => "unchanged in every sample",
-        Motion::Changed => "moved between samples",
-        Motion::OneSample => "sampled once",
-        Motion::PartlySeen => "unchanged where seen, some samples unread",
-    };
-    format!("[{ranks}] {what}{place}, {motion}")
-}
-
 fn ranks_phrase(groups: &[&Ranked]) -> String {
     let mut all = RankSet::new();
     for g in groups {
@@ -404,29 +278,11 @@ fn decision(
     evidence: Vec<String>,
     would_decide: Option<String>,
 ) -> Decision {
-    let mut all = RankSet::new();
     let culprits = named
         .iter()
-        .map(|g| {
-            all.union_with(&g.ranks);
-            let (doing, at) = doing(g.state);
-            Culprit {
-                ranks: format_set(&g.ranks),
-                set: g.ranks.clone(),
-                doing,
-                at,
-            }
-        })
+        .map(|g| Culprit::new(&g.ranks, doing(g.state)))
         .collect();
-    Decision {
-        kind,
-        confidence,
-        ranks: format_set(&all),
-        culprits,
-        summary,
-        evidence,
-        would_decide,
-    }
+    Decision::new(kind, confidence, culprits, summary, evidence, would_decide)
 }
 
 fn undecided(
@@ -453,7 +309,7 @@ mod tests {
     use strata_filters::Frame;
 
     fn decide_on(ranks: u32, samples: u32, trace: impl Fn(u32, u32) -> Vec<Frame>) -> Decision {
-        decide(&observe(&result(ranks, samples, trace)))
+        decide(&observe(&result(ranks, samples, trace)), None)
     }
 
     fn recv(line: u32) -> Vec<Frame> {
@@ -469,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_example_ring_is_held_by_the_sleeping_rank() {
-        let d = decide(&observe(&strata_result::example::ring_result()));
+        let d = decide(&observe(&strata_result::example::ring_result()), None);
         assert_eq!(
             (d.kind, d.ranks.as_str()),
             (Kind::StuckOutsideMpi, "1"),

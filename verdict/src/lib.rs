@@ -10,25 +10,44 @@
 //! * [`observe`]: every rank's state at its last sample (in which MPI call, or where in
 //!   the program outside MPI, in a signal handler, exited) and whether its path moved
 //!   between samples (ParaStack's rule).
+//! * [`arguments`]: whom each blocked call waits for (its source, destination or root) and
+//!   on which communicator: the input the PMPI library will fill exactly;
+//!   [`from_source`] fills it best effort, from the call's source line and the calling
+//!   frame's variables (read by the daemons after sampling), with [`signature`] saying
+//!   which argument is which.
+//! * [`graph`]: the wait-for graph over ranks (AND/OR, as in MUST), the ranks it proves
+//!   stuck and their cycles.
+//! * [`decide`]: one answer from those states and that graph: its kind, the ranks to debug
+//!   and where they are, the evidence, how sure, and for an undecided answer what would
+//!   decide it ([`answer`] holds its types).
 //! * [`text`]: the answer as the "Why it hangs" paragraph after the text tree.
-//! * [`decide`]: one answer from those states: its kind, the ranks to debug and where they
-//!   are, the evidence, how sure, and for an undecided answer what would decide it.
 //!
-//! Design constraints: pure analysis over a [`StrataResult`]; no ptrace, no network, no
-//! terminal. What the samples do not show is reported as not seen, never guessed: a rank
-//! sampled once has no motion, a rank some samples could not read is "partly seen".
+//! Design constraints: pure analysis over a [`StrataResult`] and the job's source files,
+//! which it only reads; no ptrace, no network, no terminal. What the samples do not show is
+//! reported as not seen, never guessed: a rank sampled once has no motion, a rank some
+//! samples could not read is "partly seen", an argument not read is "unknown".
 //!
-//! The verdict reaches the renderings through
-//! [`Annotation`]: `result.json` carries its
-//! `verdict` object (`docs/FORMATS.md`).
+//! The verdict reaches the renderings through [`Annotation`]: `result.json` carries its
+//! `verdict` object (`docs/FORMATS.md`), the result directory its `wait_for.dot`.
 
+pub mod answer;
+pub mod arguments;
 pub mod decide;
+mod describe;
+pub mod from_source;
+pub mod graph;
 pub mod mpi_call;
 pub mod observe;
+mod proof;
+mod role;
+pub mod signature;
 pub mod text;
 
+use arguments::Arguments;
+use graph::WaitFor;
 use observe::{Observations, StateFile};
 use strata_filters::{PrefixTree, RankSet};
+use strata_progress::source::SourceIndex;
 use strata_result::StrataResult;
 use strata_result::annotation::{Annotation, Label};
 
@@ -37,18 +56,48 @@ use strata_result::annotation::{Annotation, Label};
 pub struct Verdict {
     /// What every rank was doing.
     pub observations: Observations,
+    /// What their MPI calls were given, where it was read.
+    pub arguments: Arguments,
     /// The answer drawn from it.
     pub decision: decide::Decision,
+    /// The wait-for graph in DOT, when some call's arguments were known.
+    pub wait_for_dot: Option<String>,
 }
 
 impl Verdict {
-    /// The verdict on `result`.
-    pub fn of(result: &StrataResult) -> Verdict {
+    /// The verdict on `result`, the calls' arguments read from the sources `sources` finds
+    /// and the variables read into the result.
+    pub fn of(result: &StrataResult, sources: &mut SourceIndex) -> Verdict {
         let observations = observe::observe(result);
-        let decision = decide::decide(&observations);
+        let arguments = from_source::arguments(result, &observations, sources);
+        Verdict::with_arguments(observations, arguments)
+    }
+
+    /// The variables to read in the ranks (after sampling, before the verdict) so that the
+    /// arguments of the MPI calls in `result` can be evaluated.
+    pub fn requests(
+        result: &StrataResult,
+        sources: &mut SourceIndex,
+    ) -> Vec<strata_proto::overlay::VariableRequest> {
+        from_source::requests(&observe::observe(result), sources)
+    }
+
+    /// The verdict on `observations` given `arguments` (from any producer).
+    pub fn with_arguments(observations: Observations, arguments: Arguments) -> Verdict {
+        let (decision, wait_for_dot) = if arguments.is_empty() {
+            (decide::decide(&observations, None), None)
+        } else {
+            let graph = WaitFor::build(&observations, &arguments);
+            (
+                decide::decide(&observations, Some(&graph)),
+                Some(graph.to_dot()),
+            )
+        };
         Verdict {
             observations,
+            arguments,
             decision,
+            wait_for_dot,
         }
     }
 
@@ -81,7 +130,10 @@ impl Annotation for Verdict {
     }
 
     fn files(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
+        self.wait_for_dot
+            .iter()
+            .map(|dot| ("wait_for.dot", dot.clone()))
+            .collect()
     }
 
     fn result_fields(&self) -> Vec<(&'static str, serde_json::Value)> {

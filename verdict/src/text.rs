@@ -4,7 +4,8 @@
 //! line per state as evidence, and for an undecided answer what would decide it. Rank
 //! lists are shortened to the width the tree uses, so a 4,096-rank job stays readable.
 
-use crate::decide::{Confidence, Decision, Kind, seen_line};
+use crate::decide::{Confidence, Decision, Kind};
+use crate::describe::seen_line;
 use crate::observe::Observations;
 use strata_filters::taskset::format_set_shortened;
 
@@ -29,13 +30,22 @@ pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> Strin
         ),
     };
     out.push_str(&format!("{title}\n  {summary}.\n"));
-    for c in &d.culprits {
+    // A deadlock ring of thousands of ranks names each of them in `result.json`; on screen
+    // the first few say where to look.
+    const SHOWN: usize = 8;
+    for c in d.culprits.iter().take(SHOWN) {
         let at =
             c.at.as_ref()
                 .map(|p| format!(" at {}", p.short()))
                 .unwrap_or_default();
         let ranks = format_set_shortened(&c.set, max_list);
         out.push_str(&format!("  debug [{ranks}]: {}{at}\n", c.doing));
+    }
+    if d.culprits.len() > SHOWN {
+        out.push_str(&format!(
+            "  debug {} more groups of ranks: see the verdict in result.json\n",
+            d.culprits.len() - SHOWN
+        ));
     }
     out.push_str("  seen:\n");
     for group in observations.groups() {
@@ -63,7 +73,7 @@ mod tests {
     #[test]
     fn the_example_ring_reads_as_one_paragraph() {
         let observations = crate::observe::observe(&strata_result::example::ring_result());
-        let decision = crate::decide::decide(&observations);
+        let decision = crate::decide::decide(&observations, None);
         let t = text(&observations, &decision, 80);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "Why it hangs (likely)");

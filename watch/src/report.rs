@@ -52,11 +52,14 @@ pub fn write(
     result: &StrataResult,
     hang: &Hang,
     progress: &ProgressOrder,
+    verdict: &strata_verdict::Verdict,
 ) -> std::io::Result<()> {
-    let verdict = strata_verdict::Verdict::of(result);
-    let analyses = strata_result::annotation::Annotations(vec![progress, &verdict]);
+    let analyses = strata_result::annotation::Annotations(vec![progress, verdict]);
     strata_result::directory::write_all(result, dir, Some(&analyses))?;
-    std::fs::write(dir.join("summary.txt"), summary(result, hang, progress))?;
+    std::fs::write(
+        dir.join("summary.txt"),
+        summary(result, hang, progress, verdict),
+    )?;
     let json = serde_json::to_string_pretty(hang).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("watch.json"), json + "\n")
 }
@@ -93,8 +96,19 @@ pub fn progress_of(result: &StrataResult) -> ProgressOrder {
     strata_progress::order::analyze(result, &mut SourceIndex::new(Vec::new()))
 }
 
+/// The verdict on the snapshot (why it hangs), the calls' arguments read from the sources
+/// where the debug info says they are.
+pub fn verdict_of(result: &StrataResult) -> strata_verdict::Verdict {
+    strata_verdict::Verdict::of(result, &mut SourceIndex::new(Vec::new()))
+}
+
 /// The one-page text summary (also printed on stdout when the hang is found).
-pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> String {
+pub fn summary(
+    result: &StrataResult,
+    hang: &Hang,
+    progress: &ProgressOrder,
+    verdict: &strata_verdict::Verdict,
+) -> String {
     let mut s = String::new();
     let job = hang.job;
     let _ = writeln!(
@@ -197,7 +211,6 @@ pub fn summary(result: &StrataResult, hang: &Hang, progress: &ProgressOrder) -> 
     let _ = writeln!(s);
     // Why, and whom to debug, from the snapshot's MPI calls and motion: the same verdict
     // `strata attach` prints.
-    let verdict = strata_verdict::Verdict::of(result);
     s.push_str(&strata_verdict::text::text(
         &verdict.observations,
         &verdict.decision,

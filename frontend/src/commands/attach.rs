@@ -165,6 +165,7 @@ pub fn run_request(
     };
     if let Some((requests, reply)) = &gathered.variables {
         assembled.result.set_variables(requests, reply);
+        assembled.result.mark_verdict_reads(&gathered.verdict_only);
     }
     let remapped = t.elapsed();
     let mut show_args = args.show;

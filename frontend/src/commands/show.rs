@@ -59,13 +59,17 @@ pub struct Analyses {
 }
 
 impl Analyses {
-    /// The verdict on `result` (timed under `STRATA_TIMINGS`), with `progress`.
+    /// The verdict on `result` (timed under `STRATA_TIMINGS`), with `progress`; the MPI
+    /// calls' arguments are read from the sources, found as DWARF names them or under
+    /// `source_dirs`.
     pub fn new(
         result: &StrataResult,
         progress: Option<strata_progress::order::ProgressOrder>,
+        source_dirs: &[std::path::PathBuf],
     ) -> Analyses {
         let t = std::time::Instant::now();
-        let verdict = strata_verdict::Verdict::of(result);
+        let mut sources = strata_progress::source::SourceIndex::new(source_dirs.to_vec());
+        let verdict = strata_verdict::Verdict::of(result, &mut sources);
         if std::env::var_os("STRATA_TIMINGS").is_some() {
             eprintln!(
                 "strata: timing: verdict: {:.2} ms ({})",
@@ -110,7 +114,7 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure>
             ..TextOptions::default()
         }
     };
-    let analyses = Analyses::new(result, progress);
+    let analyses = Analyses::new(result, progress, &args.source_dir);
     let (progress, verdict) = (&analyses.progress, &analyses.verdict);
     let text = match (progress, format) {
         // The whole result for scripts, with the verdict's object.

@@ -17,7 +17,11 @@ pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
         && std::io::stdout().is_terminal();
     if interactive {
         if let Some(dir) = &args.output {
-            let analyses = Analyses::new(&result, progress_order(&args.show, &result));
+            let analyses = Analyses::new(
+                &result,
+                progress_order(&args.show, &result),
+                &args.show.source_dir,
+            );
             write_files(&result, dir, &analyses)?;
         }
         let state = crate::commands::show::view_state(&args.show);

@@ -393,14 +393,17 @@ impl Watch<'_> {
                 mpi_pattern: self.pattern.as_str(),
             };
             let progress = report::progress_of(&result);
-            report::write(&dir, &result, &hang, &progress).map_err(|e| {
+            let verdict = report::verdict_of(&result);
+            report::write(&dir, &result, &hang, &progress, &verdict).map_err(|e| {
                 Failure::new(
                     Exit::BadInput,
                     format!("cannot write the report to {}: {e}", dir.display()),
                 )
             })?;
             if !self.args.json {
-                crate::commands::show::write_stdout(&report::summary(&result, &hang, &progress))?;
+                crate::commands::show::write_stdout(&report::summary(
+                    &result, &hang, &progress, &verdict,
+                ))?;
             }
             self.say(&format!("report written to {}", absolute(&dir).display()));
             match OnHang::from(self.args.on_hang) {
@@ -457,10 +460,15 @@ impl Watch<'_> {
                 .result;
         // The loop counters the report's progress order needs, read as attach --progress
         // reads them: who is behind inside the time-step loop.
-        let requests = strata_progress::order::loop_requests(
-            &result,
-            &mut strata_progress::source::SourceIndex::new(Vec::new()),
-        );
+        // And the variables the verdict's wait-for graph needs: the peers and communicators
+        // of the calls the ranks are blocked in.
+        let mut sources = strata_progress::source::SourceIndex::new(Vec::new());
+        let mut requests = strata_progress::order::loop_requests(&result, &mut sources);
+        for r in strata_verdict::Verdict::requests(&result, &mut sources) {
+            if !requests.contains(&r) {
+                requests.push(r);
+            }
+        }
         if !requests.is_empty() {
             let reply = session
                 .read_variables(Vec::new(), requests.clone())

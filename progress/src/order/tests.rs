@@ -426,6 +426,7 @@ fn with_threads_only_the_main_thread_places_a_rank() {
 
 fn reads(function: &str, variable: &str, values: &[(i64, &str)]) -> VariableReads {
     VariableReads {
+        for_verdict: false,
         function: function.into(),
         variable: variable.into(),
         classes: values

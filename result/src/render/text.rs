@@ -106,9 +106,16 @@ pub fn render_annotated(
         text.max_classes,
         text.width,
     ));
-    if !result.meta.variables.is_empty() {
+    let asked: Vec<crate::variables::VariableReads> = result
+        .meta
+        .variables
+        .iter()
+        .filter(|v| !v.for_verdict)
+        .cloned()
+        .collect();
+    if !asked.is_empty() {
         out.push('\n');
-        out.push_str(&crate::variables::text(&result.meta.variables, max_list));
+        out.push_str(&crate::variables::text(&asked, max_list));
     }
     if let Some(report) = annotation
         .map(|a| a.report_text(max_list))

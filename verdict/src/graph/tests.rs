@@ -1,0 +1,259 @@
+use super::*;
+use crate::Verdict;
+use crate::decide::Kind;
+use crate::observe::observe;
+use crate::testing::{mpi, result, stack};
+use strata_filters::Frame;
+
+fn in_call(function: &str, line: u32) -> Vec<Frame> {
+    stack(
+        line,
+        vec![mpi(function, 0x100), mpi("opal_progress", 0x200)],
+    )
+}
+
+fn finalized() -> Vec<Frame> {
+    stack(90, vec![mpi("ompi_mpi_finalize", 0x10)])
+}
+
+fn receive(from: Peer) -> Option<CallArguments> {
+    Some(CallArguments {
+        source: Some(from),
+        communicator: Some(Communicator::World),
+        origin: Some(Origin::SourceAndVariables),
+        ..CallArguments::default()
+    })
+}
+
+fn collective(comm: Communicator) -> Option<CallArguments> {
+    Some(CallArguments {
+        communicator: Some(comm),
+        origin: Some(Origin::SourceAndVariables),
+        ..CallArguments::default()
+    })
+}
+
+fn verdict(
+    ranks: u32,
+    trace: impl Fn(u32) -> Vec<Frame>,
+    args: impl Fn(u32) -> Option<CallArguments>,
+) -> Verdict {
+    let r = result(ranks, 3, |rank, _| trace(rank));
+    let arguments = Arguments {
+        ranks: (0..ranks).map(args).collect(),
+    };
+    Verdict::with_arguments(observe(&r), arguments)
+}
+
+#[test]
+fn two_ranks_receiving_from_each_other_are_a_deadlock_cycle() {
+    let v = verdict(
+        4,
+        |rank| {
+            if rank < 2 {
+                in_call("PMPI_Recv", 20)
+            } else {
+                in_call("PMPI_Barrier", 30)
+            }
+        },
+        |rank| match rank {
+            0 => receive(Peer::Rank(1)),
+            1 => receive(Peer::Rank(0)),
+            _ => collective(Communicator::World),
+        },
+    );
+    let d = &v.decision;
+    assert_eq!(
+        (d.kind, d.ranks.as_str()),
+        (Kind::DeadlockCycle, "0-1"),
+        "{d:#?}"
+    );
+    assert_eq!(d.culprits[0].doing, "in MPI_Recv from rank 1");
+    assert!(d.summary.contains("wait for each other"), "{}", d.summary);
+    let graph = d.wait_for.as_ref().unwrap();
+    assert_eq!(graph.cycles, vec![vec!["0".to_string(), "1".to_string()]]);
+    assert!(
+        graph
+            .edges
+            .iter()
+            .any(|e| e.from == "2-3" && e.to == "0-1" && e.semantics == "all" && e.stuck),
+        "{graph:#?}"
+    );
+    let dot = v.wait_for_dot.as_ref().unwrap();
+    assert!(dot.starts_with("// strata wait-for graph"), "{dot}");
+    assert!(
+        dot.contains("n0 -> n1 [arrowhead=normal, color=red]"),
+        "{dot}"
+    );
+}
+
+#[test]
+fn a_ring_of_many_ranks_is_one_cycle_and_a_chain_to_a_finished_rank_is_not() {
+    let n = 3000;
+    let v = verdict(
+        n,
+        |_| in_call("PMPI_Recv", 20),
+        |rank| receive(Peer::Rank((rank + n - 1) % n)),
+    );
+    assert_eq!(v.decision.kind, Kind::DeadlockCycle);
+    assert_eq!(v.decision.ranks, format!("0-{}", n - 1));
+    // Every rank is a culprit in the file; the screen and the summary stay short.
+    assert_eq!(v.decision.culprits.len(), n as usize);
+    assert!(
+        v.decision.summary.ends_with(&format!("and {} more", n - 4)),
+        "{}",
+        v.decision.summary
+    );
+    let text = crate::text::text(&v.observations, &v.decision, 80);
+    assert!(text.lines().count() < 16, "{text}");
+    assert!(
+        text.contains(&format!("debug {} more groups", n - 8)),
+        "{text}"
+    );
+    // Rank r receives from r + 1; the last rank finished: nobody is in a cycle, everyone
+    // waits (through the chain) for a message that will not come, and the one next to the
+    // finished rank is the one to debug.
+    let v = verdict(
+        n,
+        |rank| {
+            if rank == n - 1 {
+                finalized()
+            } else {
+                in_call("PMPI_Recv", 20)
+            }
+        },
+        |rank| {
+            (rank < n - 1)
+                .then(|| receive(Peer::Rank(rank + 1)))
+                .flatten()
+        },
+    );
+    let d = &v.decision;
+    assert_eq!(
+        (d.kind, d.ranks.clone()),
+        (Kind::MessageNeverSent, format!("{}", n - 2)),
+        "{}",
+        d.summary
+    );
+    assert!(d.summary.contains("finished"), "{}", d.summary);
+}
+
+#[test]
+fn a_receive_from_any_source_is_released_by_any_rank_that_may_send() {
+    // Rank 0 receives from anyone; rank 1 computes (it may send): no deadlock is proved.
+    let r = result(3, 3, |rank, s| match rank {
+        0 => in_call("PMPI_Recv", 20),
+        1 => stack(40 + s, vec![]),
+        _ => in_call("PMPI_Recv", 21),
+    });
+    let arguments = Arguments {
+        ranks: vec![receive(Peer::Any), None, receive(Peer::Rank(0))],
+    };
+    let o = observe(&r);
+    let g = WaitFor::build(&o, &arguments);
+    assert!(g.released.iter().all(|&r| r), "{:?}", g.nodes);
+    assert!(g.cycles.is_empty());
+}
+
+#[test]
+fn a_probe_from_any_source_while_the_rest_wait_in_a_collective_is_a_missing_participant() {
+    let v = verdict(
+        4,
+        |rank| {
+            if rank == 0 {
+                in_call("PMPI_Probe", 15)
+            } else {
+                in_call("PMPI_Allreduce", 16)
+            }
+        },
+        |rank| {
+            if rank == 0 {
+                receive(Peer::Any)
+            } else {
+                collective(Communicator::World)
+            }
+        },
+    );
+    let d = &v.decision;
+    assert_eq!(
+        (d.kind, d.ranks.as_str()),
+        (Kind::CollectiveMismatch, "0"),
+        "{d:#?}"
+    );
+    assert_eq!(d.culprits[0].doing, "in MPI_Probe from MPI_ANY_SOURCE");
+    assert!(
+        d.summary.starts_with(
+            "ranks [1-3] in MPI_Allreduce on MPI_COMM_WORLD at app.c:16 wait for rank 0"
+        ),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn unknown_communicators_and_requests_prove_nothing() {
+    // Rank 0 in an allreduce on a derived communicator; the others in a barrier on the
+    // world waiting for it: rank 0 may complete (its communicator's members are not
+    // known), so nothing is stuck in the graph, and the older rules answer.
+    let v = verdict(
+        4,
+        |rank| {
+            if rank == 0 {
+                in_call("PMPI_Allreduce", 10)
+            } else {
+                in_call("PMPI_Barrier", 11)
+            }
+        },
+        |rank| {
+            if rank == 0 {
+                collective(Communicator::Other("half = 0x55".into()))
+            } else {
+                collective(Communicator::World)
+            }
+        },
+    );
+    let graph = v.decision.wait_for.as_ref().unwrap();
+    assert!(graph.cycles.is_empty());
+    assert!(graph.edges.iter().all(|e| !e.stuck), "{graph:#?}");
+    assert!(graph.unknown[0].why.contains("half = 0x55"), "{graph:#?}");
+    assert_eq!(v.decision.kind, Kind::CollectiveMismatch);
+    assert_eq!(v.decision.ranks, "0");
+}
+
+#[test]
+fn library_data_proves_what_source_reads_make_likely() {
+    let library = |from: u32| {
+        Some(CallArguments {
+            source: Some(Peer::Rank(from)),
+            communicator: Some(Communicator::Members(vec![3, 1])),
+            origin: Some(Origin::MpiLibrary),
+            ..CallArguments::default()
+        })
+    };
+    // On the communicator {3, 1}, rank 0 of it is job rank 3.
+    let v = verdict(
+        4,
+        |rank| {
+            if rank % 2 == 1 {
+                in_call("PMPI_Recv", 20)
+            } else {
+                finalized()
+            }
+        },
+        |rank| match rank {
+            1 => library(0),
+            3 => library(1),
+            _ => None,
+        },
+    );
+    let d = &v.decision;
+    assert_eq!(
+        (d.kind, d.ranks.as_str(), d.confidence),
+        (
+            Kind::DeadlockCycle,
+            "1,3",
+            crate::decide::Confidence::Proved
+        ),
+        "{d:#?}"
+    );
+}
