@@ -441,6 +441,11 @@ fn a_slow_rank_is_seen_moving_while_the_others_wait() {
 
 /// Every program of the corpus has a test above and states what it expects.
 #[test]
+fn a_ring_through_a_communicator_parameter() {
+    check("comm_param.c");
+}
+
+#[test]
 fn every_program_of_the_corpus_is_checked() {
     let this = std::fs::read_to_string(repo_root().join("tests/verdict_cli.rs")).unwrap();
     for entry in std::fs::read_dir(hangs_dir()).unwrap() {

@@ -96,6 +96,8 @@ pub struct Image {
     pub got: Option<u64>,
     pub segments: Vec<Segment>,
     symbols: Vec<Symbol>,
+    /// Sized data objects, by address (from `.dynsym`, else `.symtab`).
+    data_symbols: Vec<Symbol>,
     symbol_names: String,
     /// Whether the symbols came from `.symtab` (else `.dynsym`, or none).
     pub has_symtab: bool,
@@ -161,10 +163,15 @@ impl Image {
             '_,
             '_,
             elf::FileHeader64<object::Endianness>,
-        >| {
+        >,
+                           kind: SymbolKind| {
             let mut out = Vec::new();
             for s in syms {
-                if s.kind() != SymbolKind::Text || !s.is_definition() || s.address() == 0 {
+                if s.kind() != kind || !s.is_definition() || s.address() == 0 {
+                    continue;
+                }
+                // A data symbol names what a pointer points into: it needs its extent.
+                if kind == SymbolKind::Data && s.size() == 0 {
                     continue;
                 }
                 let Ok(n) = s.name_bytes() else { continue };
@@ -187,11 +194,19 @@ impl Image {
             }
             out
         };
-        let mut symbols = collect(file.symbols());
+        let mut symbols = collect(file.symbols(), SymbolKind::Text);
         let has_symtab = !symbols.is_empty();
         if !has_symtab {
-            symbols = collect(file.dynamic_symbols());
+            symbols = collect(file.dynamic_symbols(), SymbolKind::Text);
         }
+        // Global data (`ompi_mpi_comm_world`): what a pointer read in a variable points to,
+        // as gdb prints `<symbol>` after it. Both tables: `.dynsym` has the exported
+        // objects of a stripped library, `.symtab` the others (an executable's `.dynsym`
+        // holds only copies of libraries' objects, `stdout`).
+        let mut data_symbols = collect(file.symbols(), SymbolKind::Data);
+        data_symbols.extend(collect(file.dynamic_symbols(), SymbolKind::Data));
+        data_symbols.sort_by_key(|s| (s.address, s.binding));
+        data_symbols.dedup_by_key(|s| s.address);
         // Sorted by address; among aliases at one address the one named comes first: the
         // sized symbol (zero-sized labels are less useful), then the global before the
         // weak before the local one, as elfutils (eu-stack) chooses. Open MPI's
@@ -232,6 +247,7 @@ impl Image {
             got,
             segments,
             symbols,
+            data_symbols,
             symbol_names,
             has_symtab,
             eh_frame_table: OnceLock::new(),
@@ -296,6 +312,17 @@ impl Image {
     }
 
     /// The address of a symbol by name (tests, and naming frames in `strata dump`).
+    /// The data object containing `svma` (a global variable, exported or not), and the
+    /// offset into it.
+    pub fn data_symbol(&self, svma: u64) -> Option<(&str, u64)> {
+        let i = self.data_symbols.partition_point(|s| s.address <= svma);
+        let s = self.data_symbols.get(i.checked_sub(1)?)?;
+        (svma < s.address + s.size).then(|| {
+            let name = &self.symbol_names[s.name.start as usize..s.name.end as usize];
+            (name, svma - s.address)
+        })
+    }
+
     pub fn symbol_address(&self, name: &str) -> Option<u64> {
         self.symbols
             .iter()
@@ -512,6 +539,27 @@ impl AddressSpace {
 
     pub fn find(&self, avma: u64) -> Option<&MappedImage> {
         self.find_index(avma).map(|i| &self.mappings[i])
+    }
+
+    /// The global variable `avma` points into, as gdb names it after a pointer's value
+    /// (`ompi_mpi_comm_world`, `buffer+0x10`): the data symbol of the loaded image whose
+    /// segments hold it. Data lives in writable mappings, which are not kept: an image's
+    /// executable mapping gives its load bias, and its segments say what it spans.
+    pub fn data_name(&self, avma: u64) -> Option<String> {
+        self.mappings.iter().find_map(|m| {
+            let image = m.image.as_ref().ok()?;
+            let svma = avma.wrapping_sub(m.bias);
+            image
+                .segments
+                .iter()
+                .any(|s| svma >= s.vaddr && svma - s.vaddr < s.memsz)
+                .then(|| image.data_symbol(svma))
+                .flatten()
+                .map(|(name, offset)| match offset {
+                    0 => name.to_string(),
+                    _ => format!("{name}+{offset:#x}"),
+                })
+        })
     }
 
     /// `libc.so.6!__clock_nanosleep+0x5a`, `prog!0x1234` (SVMA, no symbol), or `0x7f..`

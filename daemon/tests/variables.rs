@@ -184,6 +184,8 @@ fn globals_file_statics_and_every_scalar_type() {
         ("solve", "grid"),
         // A global seen from a frame that is not the loop's (any frame of the unit).
         ("wait_here", "phase"),
+        ("solve", "in_grid"),
+        ("solve", "at_grid"),
     ];
     let v = read_one(&target, &mut sampler, &wanted);
     let int = |i: usize| (v[i].integer, v[i].text.as_deref());
@@ -234,6 +236,19 @@ fn globals_file_statics_and_every_scalar_type() {
         show(&v[9])
     );
     assert_eq!(v[9].function.as_deref(), Some("wait_here"));
+    // A pointer into a global is named after it, as gdb does; a string literal has no
+    // name and its pointer stays a bare address (above).
+    for (i, name) in [(10, "<grid+0x4>"), (11, "<grid>")] {
+        let text = v[i]
+            .text
+            .as_deref()
+            .unwrap_or_else(|| panic!("{}", show(&v[i])));
+        assert!(
+            text.starts_with("0x") && text.ends_with(&format!(" {name}")),
+            "{}",
+            show(&v[i])
+        );
+    }
 }
 
 /// The same requests at -O2: each value is the right one or reported optimized out. The

@@ -278,7 +278,10 @@ fn read_request(
     let svma = frame.lookup_pc.wrapping_sub(mapped.bias);
     let read = plans
         .plan(symbolizer, mapped, svma, found, request.variable.trim())
-        .and_then(|plan| read_value(&plan, frame, at.memory, mapped.bias));
+        .and_then(|plan| {
+            let (text, integer) = read_value(&plan, frame, at.memory, mapped.bias)?;
+            Ok((name_pointer(&plan, text, at.space), integer))
+        });
     match read {
         Ok((text, integer)) => {
             value.text = Some(text);
@@ -290,4 +293,23 @@ fn read_request(
         }
     }
     value
+}
+
+/// A pointer's value with the global variable it points into, as gdb shows it
+/// (`0x7f3a2c4e1d20 <ompi_mpi_comm_world>`): Open MPI's C handles are such pointers, and
+/// the verdict recognises the world communicator by that name.
+fn name_pointer(plan: &plan::Plan, text: String, space: &AddressSpace) -> String {
+    if !matches!(plan.ty, types::Scalar::Pointer(_)) || plan.referent.is_some() {
+        return text;
+    }
+    let Some(address) = text
+        .strip_prefix("0x")
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+    else {
+        return text;
+    };
+    match space.data_name(address) {
+        Some(name) => format!("{text} <{name}>"),
+        None => text,
+    }
 }
