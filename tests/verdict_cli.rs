@@ -446,6 +446,11 @@ fn a_ring_through_a_communicator_parameter() {
 }
 
 #[test]
+fn peers_the_graph_cannot_read_leave_the_least_progressed_rank() {
+    check("neighbour_array.c");
+}
+
+#[test]
 fn every_program_of_the_corpus_is_checked() {
     let this = std::fs::read_to_string(repo_root().join("tests/verdict_cli.rs")).unwrap();
     for entry in std::fs::read_dir(hangs_dir()).unwrap() {

@@ -102,15 +102,16 @@ pub fn text(order: &ProgressOrder, max_list: usize) -> String {
     out
 }
 
-/// One line naming the least progressed ranks, or saying why there is no single answer.
-pub fn least_progressed(order: &ProgressOrder) -> String {
+/// The one class behind every other, by code order and loop counters; `Err` with why there
+/// is none (no rank sampled, every rank at one place, minimal classes unordered).
+pub fn least_progressed_class(
+    order: &ProgressOrder,
+) -> Result<&ProgressClass, Vec<&ProgressClass>> {
     let Some(first) = order.classes.first() else {
-        return "Least progressed: no ranks were sampled".into();
+        return Err(Vec::new());
     };
     if !order.has_order() {
-        return "Least progressed: not decided: every rank is at the same place (see the notes \
-                for loops whose counters could tell them apart)"
-            .into();
+        return Err(order.classes.iter().collect());
     }
     // Classes that share the first class's level at every branching point are as far
     // behind as it is, as far as the code shows.
@@ -121,19 +122,35 @@ pub fn least_progressed(order: &ProgressOrder) -> String {
         .filter(|c| first_rank(&c.label) == first_rank(&first.label))
         .collect();
     if tied.len() == 1 {
-        format!(
+        Ok(first)
+    } else {
+        Err(tied)
+    }
+}
+
+/// One line naming the least progressed ranks, or saying why there is no single answer.
+pub fn least_progressed(order: &ProgressOrder) -> String {
+    match least_progressed_class(order) {
+        Ok(first) => format!(
             "Least progressed: {} ({} rank{} [{}])",
             first.label,
             first.tasks.len(),
             if first.tasks.len() == 1 { "" } else { "s" },
             format_set(&first.tasks)
-        )
-    } else {
-        let names: Vec<String> = tied.iter().map(|c| c.label.to_string()).collect();
-        format!(
-            "Least progressed: not decided by the code alone: {} are unordered (see why)",
-            names.join(", ")
-        )
+        ),
+        Err(tied) if tied.is_empty() => "Least progressed: no ranks were sampled".into(),
+        Err(_) if !order.has_order() => {
+            "Least progressed: not decided: every rank is at the same place (see the notes \
+             for loops whose counters could tell them apart)"
+                .into()
+        }
+        Err(tied) => {
+            let names: Vec<String> = tied.iter().map(|c| c.label.to_string()).collect();
+            format!(
+                "Least progressed: not decided by the code alone: {} are unordered (see why)",
+                names.join(", ")
+            )
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub enum Kind {
     DeadlockCycle,
     MessageNeverSent,
     CollectiveMismatch,
+    LeastProgressed,
     Undecided,
 }
 
@@ -26,6 +27,7 @@ impl Kind {
             Kind::DeadlockCycle => "deadlock_cycle",
             Kind::MessageNeverSent => "message_never_sent",
             Kind::CollectiveMismatch => "collective_mismatch",
+            Kind::LeastProgressed => "least_progressed",
             Kind::Undecided => "undecided",
         }
     }

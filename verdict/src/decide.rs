@@ -20,8 +20,10 @@
 //!    a synchronous send, a probe, a wait) and every other rank is finished or blocked in
 //!    another call: whoever its peer is, it sends nothing (**message never sent**).
 //! 6. Several ranks wait in point-to-point calls whose peers are not known: a cycle among
-//!    them, or messages never sent. **Undecided**, naming them: they are the ranks to
-//!    debug.
+//!    them, or messages never sent. When the progress order has one class behind every
+//!    other (code order and loop counters, STAT's temporal order analysis), it is named:
+//!    **least progressed**, a guess. Otherwise **undecided**, naming the waiting ranks:
+//!    they are the ranks to debug.
 //! 7. Ranks in **different collectives** (or some in a collective, some finished): a
 //!    mismatch. The groups that are not the largest are named; communicators are not
 //!    known, so it is a guess.
@@ -48,12 +50,34 @@ struct Ranked<'a> {
 /// Decides from `observations` and, when some calls' arguments were known, their wait-for
 /// `graph`: see the module's doc.
 pub fn decide(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
-    let mut d = decide_on(observations, graph);
+    decide_with(observations, graph, &mut || None)
+}
+
+/// The ranks behind every other by code order and loop counters (the progress order's
+/// least progressed class), and its label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Behind {
+    pub ranks: RankSet,
+    pub label: String,
+}
+
+/// [`decide`], with the progress order to fall back on where the graph does not decide:
+/// `behind` is asked only then (it parses sources).
+pub fn decide_with(
+    observations: &Observations,
+    graph: Option<&WaitFor>,
+    behind: &mut dyn FnMut() -> Option<Behind>,
+) -> Decision {
+    let mut d = decide_on(observations, graph, behind);
     d.wait_for = graph.map(WaitFor::to_file);
     d
 }
 
-fn decide_on(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
+fn decide_on(
+    observations: &Observations,
+    graph: Option<&WaitFor>,
+    behind: &mut dyn FnMut() -> Option<Behind>,
+) -> Decision {
     let mut groups: Vec<Ranked> = Vec::new();
     for group in observations.groups() {
         let state = observations.ranks[group.ranks.min().expect("groups are not empty") as usize]
@@ -187,11 +211,18 @@ fn decide_on(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
         );
     }
     if !p2p.is_empty() {
+        let would_decide =
+            "the peers of their calls (the source and destination arguments, or the PMPI library)";
+        if let Some(d) =
+            behind().and_then(|b| least_progressed(&groups, &b, &evidence, would_decide))
+        {
+            return d;
+        }
         return undecided(
             p2p,
             "several ranks wait in point-to-point calls: a cycle among them, or messages never \
              sent",
-            "the peers of their calls (the source and destination arguments, or the PMPI library)",
+            would_decide,
             evidence,
         );
     }
@@ -248,6 +279,50 @@ fn decide_on(observations: &Observations, graph: Option<&WaitFor>) -> Decision {
         "nothing: the job is ending",
         evidence,
     )
+}
+
+/// The least progressed ranks as the answer, when the graph decided nothing: a guess, as
+/// in STAT's temporal order analysis (the task behind the others is the likely culprit).
+fn least_progressed(
+    groups: &[Ranked],
+    behind: &Behind,
+    evidence: &[String],
+    would_decide: &str,
+) -> Option<Decision> {
+    let named: Vec<Ranked> = groups
+        .iter()
+        .filter_map(|g| {
+            let ranks = &g.ranks & &behind.ranks;
+            (!ranks.is_empty()).then_some(Ranked {
+                ranks,
+                state: g.state,
+                role: g.role,
+            })
+        })
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let refs: Vec<&Ranked> = named.iter().collect();
+    let summary = format!(
+        "not decided by the wait-for graph; by code order and loop counters, {} {} behind \
+         every other rank ({})",
+        ranks_phrase(&refs),
+        if behind.ranks.count() == 1 {
+            "is"
+        } else {
+            "are"
+        },
+        behind.label
+    );
+    Some(decision(
+        Kind::LeastProgressed,
+        Confidence::Guess,
+        &refs,
+        summary,
+        evidence.to_vec(),
+        Some(would_decide.to_string()),
+    ))
 }
 
 /// One line per group: what it does and whether it moved.
@@ -349,6 +424,52 @@ mod tests {
             "{d:#?}"
         );
         assert!(d.would_decide.as_deref().unwrap().contains("peers"));
+    }
+
+    #[test]
+    fn without_the_peers_the_least_progressed_ranks_are_a_guess() {
+        let r = result(4, 3, |rank, _| {
+            if rank < 2 {
+                recv(20 + rank)
+            } else {
+                barrier(30)
+            }
+        });
+        let o = observe(&r);
+        let mut asked = 0;
+        let d = decide_with(&o, None, &mut || {
+            asked += 1;
+            Some(Behind {
+                ranks: std::iter::once(0).collect(),
+                label: "T1.1".into(),
+            })
+        });
+        assert_eq!(
+            (d.kind, d.ranks.as_str(), d.confidence),
+            (Kind::LeastProgressed, "0", Confidence::Guess),
+            "{d:#?}"
+        );
+        assert!(
+            d.summary
+                .contains("rank 0 is behind every other rank (T1.1)"),
+            "{}",
+            d.summary
+        );
+        assert!(d.would_decide.as_deref().unwrap().contains("peers"));
+        // Where the states decide, the progress order is not even computed.
+        let stuck = observe(&result(3, 3, |rank, _| {
+            if rank == 1 {
+                stack(10, vec![app("spin", 11)])
+            } else {
+                barrier(30)
+            }
+        }));
+        let d = decide_with(&stuck, None, &mut || {
+            asked += 1;
+            None
+        });
+        assert_eq!(d.kind, Kind::StuckOutsideMpi);
+        assert_eq!(asked, 1);
     }
 
     #[test]

@@ -47,6 +47,7 @@ use arguments::Arguments;
 use graph::WaitFor;
 use observe::{Observations, StateFile};
 use strata_filters::{PrefixTree, RankSet};
+use strata_progress::order::ProgressOrder;
 use strata_progress::source::SourceIndex;
 use strata_result::StrataResult;
 use strata_result::annotation::{Annotation, Label};
@@ -66,11 +67,21 @@ pub struct Verdict {
 
 impl Verdict {
     /// The verdict on `result`, the calls' arguments read from the sources `sources` finds
-    /// and the variables read into the result.
-    pub fn of(result: &StrataResult, sources: &mut SourceIndex) -> Verdict {
+    /// and the variables read into the result. Where the wait-for graph decides nothing,
+    /// the progress order's least progressed ranks answer (a guess): `progress` when the
+    /// caller has it, else computed then.
+    pub fn of(
+        result: &StrataResult,
+        sources: &mut SourceIndex,
+        progress: Option<&ProgressOrder>,
+    ) -> Verdict {
         let observations = observe::observe(result);
         let arguments = from_source::arguments(result, &observations, sources);
-        Verdict::with_arguments(observations, arguments)
+        let mut behind = || match progress {
+            Some(order) => behind(order),
+            None => behind(&strata_progress::order::analyze(result, sources)),
+        };
+        Verdict::decided(observations, arguments, &mut behind)
     }
 
     /// The variables to read in the ranks (after sampling, before the verdict) so that the
@@ -84,12 +95,20 @@ impl Verdict {
 
     /// The verdict on `observations` given `arguments` (from any producer).
     pub fn with_arguments(observations: Observations, arguments: Arguments) -> Verdict {
+        Verdict::decided(observations, arguments, &mut || None)
+    }
+
+    fn decided(
+        observations: Observations,
+        arguments: Arguments,
+        behind: &mut dyn FnMut() -> Option<decide::Behind>,
+    ) -> Verdict {
         let (decision, wait_for_dot) = if arguments.is_empty() {
-            (decide::decide(&observations, None), None)
+            (decide::decide_with(&observations, None, behind), None)
         } else {
             let graph = WaitFor::build(&observations, &arguments);
             (
-                decide::decide(&observations, Some(&graph)),
+                decide::decide_with(&observations, Some(&graph), behind),
                 Some(graph.to_dot()),
             )
         };
@@ -118,6 +137,15 @@ impl Verdict {
         );
         object
     }
+}
+
+/// The progress order's one least progressed class, if it has one.
+fn behind(order: &ProgressOrder) -> Option<decide::Behind> {
+    let class = strata_progress::report::least_progressed_class(order).ok()?;
+    Some(decide::Behind {
+        ranks: class.tasks.clone(),
+        label: class.label.to_string(),
+    })
 }
 
 impl Annotation for Verdict {

@@ -98,8 +98,8 @@ pub fn progress_of(result: &StrataResult) -> ProgressOrder {
 
 /// The verdict on the snapshot (why it hangs), the calls' arguments read from the sources
 /// where the debug info says they are.
-pub fn verdict_of(result: &StrataResult) -> strata_verdict::Verdict {
-    strata_verdict::Verdict::of(result, &mut SourceIndex::new(Vec::new()))
+pub fn verdict_of(result: &StrataResult, progress: &ProgressOrder) -> strata_verdict::Verdict {
+    strata_verdict::Verdict::of(result, &mut SourceIndex::new(Vec::new()), Some(progress))
 }
 
 /// The one-page text summary (also printed on stdout when the hang is found).

@@ -69,7 +69,7 @@ impl Analyses {
     ) -> Analyses {
         let t = std::time::Instant::now();
         let mut sources = strata_progress::source::SourceIndex::new(source_dirs.to_vec());
-        let verdict = strata_verdict::Verdict::of(result, &mut sources);
+        let verdict = strata_verdict::Verdict::of(result, &mut sources, progress.as_ref());
         if std::env::var_os("STRATA_TIMINGS").is_some() {
             eprintln!(
                 "strata: timing: verdict: {:.2} ms ({})",

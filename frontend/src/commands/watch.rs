@@ -393,7 +393,7 @@ impl Watch<'_> {
                 mpi_pattern: self.pattern.as_str(),
             };
             let progress = report::progress_of(&result);
-            let verdict = report::verdict_of(&result);
+            let verdict = report::verdict_of(&result, &progress);
             report::write(&dir, &result, &hang, &progress, &verdict).map_err(|e| {
                 Failure::new(
                     Exit::BadInput,
