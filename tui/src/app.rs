@@ -8,6 +8,7 @@
 
 mod find;
 mod panels;
+mod why;
 
 use super::handoff::shell_line;
 use super::source::Source;
@@ -117,6 +118,10 @@ pub struct App {
     result: StrataResult,
     /// The progress order of `result`, computed when first asked for (it reads sources).
     progress: Option<ProgressOrder>,
+    /// The verdict on `result`, computed when first asked for (`w`, `W`).
+    verdict: Option<strata_verdict::Verdict>,
+    /// Which of the verdict's culprits `w` went to last.
+    why_cursor: Option<usize>,
     source: Box<dyn Source>,
     state: ViewState,
     undo: Vec<ViewState>,
@@ -175,6 +180,8 @@ impl App {
         let mut app = App {
             result,
             progress,
+            verdict: None,
+            why_cursor: None,
             source,
             state,
             undo: Vec::new(),
@@ -404,6 +411,8 @@ impl App {
             KeyCode::Char('p') => self.toggle_progress(),
             KeyCode::Char('v') => self.ask(PromptKind::Variable, String::new()),
             KeyCode::Char('P') => self.progress_dialog(),
+            KeyCode::Char('w') => self.why(),
+            KeyCode::Char('W') => self.why_dialog(),
             KeyCode::Char('?') => self.open_help(),
             KeyCode::Char('q') => return Step::Quit,
             KeyCode::Esc => self.search = None,
@@ -705,6 +714,23 @@ impl App {
     fn read_loop_variables(&mut self, state: &ViewState) {
         let mut sources = SourceIndex::new(state.source_dirs.clone());
         let requests = strata_progress::order::loop_requests(&self.result, &mut sources);
+        match self.read_missing(requests, false) {
+            Ok(true) => {
+                self.progress = None;
+                self.verdict = None;
+            }
+            Ok(false) => {}
+            Err(e) => self.error(format!("reading the loop counters: {e}")),
+        }
+    }
+
+    /// Reads, in every sampled rank, those of `requests` the result does not hold yet, into
+    /// the result (`for_verdict`: marked as the verdict's); whether any were read.
+    fn read_missing(
+        &mut self,
+        requests: Vec<strata_proto::overlay::VariableRequest>,
+        for_verdict: bool,
+    ) -> Result<bool, String> {
         let missing: Vec<VariableSpec> = requests
             .into_iter()
             .filter(|r| {
@@ -721,7 +747,7 @@ impl App {
             })
             .collect();
         if missing.is_empty() {
-            return;
+            return Ok(false);
         }
         let ranks: Vec<u32> = self
             .result
@@ -730,13 +756,15 @@ impl App {
             .tasks
             .iter()
             .collect();
-        match self.source.read_variables(&ranks, &missing) {
-            Ok(reads) => {
-                self.result.meta.variables.extend(reads);
-                self.progress = None;
-            }
-            Err(e) => self.error(format!("reading the loop counters: {e}")),
-        }
+        let reads = self.source.read_variables(&ranks, &missing)?;
+        self.result
+            .meta
+            .variables
+            .extend(reads.into_iter().map(|mut r| {
+                r.for_verdict = for_verdict;
+                r
+            }));
+        Ok(true)
     }
 
     /// Selects where the least progressed class ends and says who it is.
@@ -926,9 +954,11 @@ impl App {
                     } else {
                         new
                     };
-                    // A new 2D tree: the order is derived again when next shown, with the
-                    // loop counters of this moment.
+                    // A new 2D tree: the order and the verdict are derived again when next
+                    // shown, with the loop counters and peers of this moment.
                     self.progress = None;
+                    self.verdict = None;
+                    self.why_cursor = None;
                     let state = self.state.clone();
                     if state.progress {
                         self.read_loop_variables(&state);

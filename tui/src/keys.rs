@@ -52,6 +52,8 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("C", "class list on / off"),
             k("p", "progress order on / off; go to the least progressed"),
             k("P", "the progress order: classes and why"),
+            k("w", "why it hangs: go to the ranks it names (again: next)"),
+            k("W", "why it hangs: the verdict and its evidence"),
             k("[ ]", "leaf with the shortest / longest path"),
             k("< >", "leaf with the least / most tasks"),
         ],
@@ -87,4 +89,4 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
 
 /// The keys the footer shows when there is nothing else to say.
 pub const FOOTER: &str =
-    "?:help q:quit /:search Tab:class f:focus c:cut g:gran d:2D/3D i:info G:gdb";
+    "?:help q:quit /:search Tab:class w:why f:focus c:cut g:gran d:2D/3D i:info G:gdb";

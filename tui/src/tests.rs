@@ -937,6 +937,45 @@ fn p_orders_by_progress_labels_frames_and_walks_to_the_least_progressed() {
 }
 
 #[test]
+fn w_goes_to_the_ranks_the_verdict_names_and_capital_w_says_why() {
+    let mut app = ring_app();
+    press(&mut app, "w");
+    // The example's rank 1 sleeps outside MPI while the others wait: the verdict names it,
+    // and `w` selects where its stack ends.
+    let node = app.selected().expect("a selection");
+    let ranks: Vec<u32> = app.display().tree.node(node).tasks.iter().collect();
+    assert_eq!(ranks, [1], "{}", selected(&app));
+    assert!(
+        message(&app).starts_with("why: [1] outside MPI in main"),
+        "{}",
+        message(&app)
+    );
+    assert!(message(&app).contains("W: details"), "{}", message(&app));
+    press(&mut app, "W");
+    let d = app.dialog().expect("the verdict's panel");
+    assert_eq!(d.title, "why it hangs");
+    assert_eq!(d.lines[0], "Why it hangs (likely)");
+    assert!(
+        d.lines
+            .iter()
+            .any(|l| l.starts_with("  debug [1]: outside MPI")),
+        "{:?}",
+        d.lines
+    );
+    // Focused away from rank 1, `w` says where to look instead of selecting nothing.
+    press(&mut app, "<Esc>gg");
+    let mut focused = ring_app();
+    press(&mut focused, "/Barrier<Enter>f");
+    press(&mut focused, "w");
+    assert!(is_error(&focused), "{}", message(&focused));
+    assert!(
+        message(&focused).contains("not in this view"),
+        "{}",
+        message(&focused)
+    );
+}
+
+#[test]
 fn v_reads_a_variable_of_the_selected_function_in_its_ranks() {
     let (mut app, log) = live_app(vec![]);
     // The first rows are _start, __libc_start_main_impl, __libc_start_call_main, main.
