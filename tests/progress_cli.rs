@@ -152,8 +152,13 @@ fn straight_line_stall_is_least_progressed(opt: &str) {
     assert_eq!(json["classes"][0]["label"], "T1");
     assert_eq!(json["classes"][0]["ranks"], "3");
     assert_eq!(json["branch_points"][0]["pairs"][0]["order"], "before");
-    // `strata view --progress` on the saved result finds the same order.
+    // And carries the verdict, the one result.json has.
     let result = dir.path().join("result.json");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert!(json["verdict"]["kind"].is_string(), "{json}");
+    assert_eq!(json["verdict"], saved["verdict"]);
+    // `strata view --progress` on the saved result finds the same order.
     let (code, view, err) = parts(&strata(&["view", result.to_str().unwrap(), "--progress"]));
     assert_eq!(code, 0, "{err}");
     assert_eq!(section(&view), s);

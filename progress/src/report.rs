@@ -469,6 +469,9 @@ pub struct ProgressJson {
     pub classes: Vec<ClassJson>,
     pub branch_points: Vec<BranchJson>,
     pub notes: Vec<String>,
+    /// Other analyses' fields (the verdict's `verdict` object), after the order's own.
+    #[serde(flatten)]
+    pub analyses: std::collections::BTreeMap<&'static str, serde_json::Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -598,14 +601,52 @@ pub fn json(order: &ProgressOrder) -> ProgressJson {
         classes,
         branch_points,
         notes: order.notes.clone(),
+        analyses: std::collections::BTreeMap::new(),
     }
 }
 
 /// [`json`] as pretty-printed text with a final newline.
 pub fn json_text(order: &ProgressOrder) -> String {
-    let mut s = serde_json::to_string_pretty(&json(order)).expect("plain data serializes");
+    json_text_with(order, &[])
+}
+
+/// [`json_text`] with other analyses' top-level fields (the verdict's `verdict` object),
+/// after the order's own.
+pub fn json_text_with(
+    order: &ProgressOrder,
+    fields: &[(&'static str, serde_json::Value)],
+) -> String {
+    let mut file = json(order);
+    file.analyses.extend(fields.iter().cloned());
+    let mut s = serde_json::to_string_pretty(&file).expect("plain data serializes");
     s.push('\n');
     s
+}
+
+/// The progress order with other analyses' fields in its `progress.json` (the verdict's,
+/// so that a script reading the order reads the answer too).
+#[derive(Debug)]
+pub struct WithFields<'a> {
+    pub order: &'a ProgressOrder,
+    pub fields: Vec<(&'static str, serde_json::Value)>,
+}
+
+impl Annotation for WithFields<'_> {
+    fn node_labels(
+        &self,
+        tree: &strata_filters::PrefixTree<strata_filters::RankSet>,
+    ) -> Option<Vec<Option<Label>>> {
+        Some(ProgressOrder::node_labels(self.order, tree))
+    }
+    fn report_text(&self, max_list: usize) -> String {
+        text(self.order, max_list)
+    }
+    fn files(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (PROGRESS_TEXT_FILE, text(self.order, usize::MAX)),
+            (PROGRESS_JSON_FILE, json_text_with(self.order, &self.fields)),
+        ]
+    }
 }
 
 /// The progress order as text (with `--progress`), in a result directory.

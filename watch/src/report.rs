@@ -54,7 +54,12 @@ pub fn write(
     progress: &ProgressOrder,
     verdict: &strata_verdict::Verdict,
 ) -> std::io::Result<()> {
-    let analyses = strata_result::annotation::Annotations(vec![progress, verdict]);
+    // progress.json carries the verdict too, as `strata attach --progress` writes it.
+    let with_verdict = strata_progress::report::WithFields {
+        order: progress,
+        fields: strata_result::annotation::Annotation::result_fields(verdict),
+    };
+    let analyses = strata_result::annotation::Annotations(vec![&with_verdict, verdict]);
     strata_result::directory::write_all(result, dir, Some(&analyses))?;
     std::fs::write(
         dir.join("summary.txt"),

@@ -119,7 +119,9 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure>
     let text = match (progress, format) {
         // The whole result for scripts, with the verdict's object.
         (None, Format::Json) => result.to_json_with(Some(verdict)),
-        (Some(p), Format::Json) => strata_progress::report::json_text(p),
+        (Some(p), Format::Json) => {
+            strata_progress::report::json_text_with(p, &verdict.result_fields())
+        }
         (_, Format::Text) => {
             // After the tree: the progress order's report, then "Why it hangs".
             let mut drawn: Vec<&dyn Annotation> = Vec::new();
@@ -160,8 +162,16 @@ pub fn write_files(
     dir: &std::path::Path,
     analyses: &Analyses,
 ) -> Result<(), Failure> {
+    // progress.json carries the verdict too: a script reading the order reads the answer.
+    let progress = analyses
+        .progress
+        .as_ref()
+        .map(|order| strata_progress::report::WithFields {
+            order,
+            fields: analyses.verdict.result_fields(),
+        });
     let mut drawn: Vec<&dyn Annotation> = Vec::new();
-    if let Some(p) = &analyses.progress {
+    if let Some(p) = &progress {
         drawn.push(p);
     }
     drawn.push(&analyses.verdict);
