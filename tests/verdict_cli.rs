@@ -451,6 +451,11 @@ fn peers_the_graph_cannot_read_leave_the_least_progressed_rank() {
 }
 
 #[test]
+fn at_o2_the_peers_come_from_the_calls_dwarf() {
+    check("ring_o2.c");
+}
+
+#[test]
 fn every_program_of_the_corpus_is_checked() {
     let this = std::fs::read_to_string(repo_root().join("tests/verdict_cli.rs")).unwrap();
     for entry in std::fs::read_dir(hangs_dir()).unwrap() {

@@ -300,6 +300,56 @@ fn right_or_optimized_out(exe: &Path, s: i64) {
     );
 }
 
+/// The arguments of the call a frame is making, from DWARF call-site parameters: what the
+/// verdict reads of an MPI call at -O2. `exchange` calls `descend(2)`; `solve` (through
+/// the inlined `visit`) calls `exchange(S, 3 * (S + 1), norm)`.
+#[test]
+fn at_o2_the_arguments_of_a_call_in_progress_come_from_call_site_parameters() {
+    let s = 9;
+    let wanted = [
+        ("exchange", "@arg1"),
+        ("solve", "@arg1"),
+        ("solve", "@arg2"),
+        ("exchange", "@arg7"),
+    ];
+    for exe in [o2(), o2_dwarf4()] {
+        let target = stopped_at(&exe, s);
+        let v = read_one(&target, &mut sampler(), &wanted);
+        for (w, v) in wanted.iter().zip(&v) {
+            eprintln!("{w:?}: {}", show(v));
+        }
+        // A constant argument is always described.
+        assert_eq!(v[0].integer, Some(2), "{}", show(&v[0]));
+        for (i, want) in [(1, s), (2, 3 * (s + 1))] {
+            assert!(
+                v[i].integer == Some(want) || (v[i].optimized_out && v[i].error.is_some()),
+                "{:?}: {}",
+                wanted[i],
+                show(&v[i])
+            );
+        }
+        // Past the six argument registers: an ordinary (missing) variable name.
+        assert!(
+            v[3].error
+                .as_deref()
+                .is_some_and(|e| e.contains("no variable '@arg7'")),
+            "{}",
+            show(&v[3])
+        );
+    }
+    // -O0 describes no call sites: unknown, and said so.
+    let target = stopped_at(&o0(), s);
+    let v = read_one(&target, &mut sampler(), &wanted[..1]);
+    assert!(v[0].optimized_out, "{}", show(&v[0]));
+    assert!(
+        v[0].error
+            .as_deref()
+            .is_some_and(|e| e.contains("no DWARF call-site value")),
+        "{}",
+        show(&v[0])
+    );
+}
+
 #[test]
 fn at_o2_a_value_is_right_or_optimized_out() {
     right_or_optimized_out(&o2(), 12);

@@ -150,6 +150,8 @@ pub struct AttachArgs {
     /// After sampling, read this variable in every rank (`FUNCTION:VARIABLE`, repeatable:
     /// `solve:it`, `Solver::step:n`): in the innermost frame of FUNCTION on each rank's main
     /// thread, the rank stopped for the read; prints the values merged into rank sets.
+    /// `FUNCTION:@argN` (N = 1-6) is the N-th argument of the call that frame is making,
+    /// from the DWARF call-site parameters of optimised code.
     #[arg(
         long = "var",
         value_name = "FUNCTION:VARIABLE",

@@ -308,21 +308,22 @@ fn site_exprs(site: &Site, sources: &mut SourceIndex) -> Result<SiteExprs, Strin
 pub fn requests(observations: &Observations, sources: &mut SourceIndex) -> Vec<VariableRequest> {
     let mut out: Vec<VariableRequest> = Vec::new();
     for site in sites(observations) {
-        let Ok(exprs) = site_exprs(&site, sources) else {
-            continue;
-        };
-        let mut wanted = Vec::new();
-        for e in [
-            &exprs.source,
-            &exprs.destination,
-            &exprs.root,
-            &exprs.communicator,
-        ]
-        .into_iter()
-        .flatten()
-        .flatten()
-        {
-            names(e, &mut wanted);
+        // What the call was passed, from DWARF call-site parameters: at -O2 the variables
+        // are often gone, and no source is needed.
+        let mut wanted: Vec<String> = passed_slots(&site).map(passed_name).collect();
+        if let Ok(exprs) = site_exprs(&site, sources) {
+            for e in [
+                &exprs.source,
+                &exprs.destination,
+                &exprs.root,
+                &exprs.communicator,
+            ]
+            .into_iter()
+            .flatten()
+            .flatten()
+            {
+                names(e, &mut wanted);
+            }
         }
         for variable in wanted {
             let request = VariableRequest {
@@ -417,12 +418,77 @@ pub fn arguments(
                     }
                 }
             };
+            let mut arguments = arguments;
+            // The values the call was passed, where the daemons read them, win over the
+            // source's expressions: they are what the call got.
+            let passed = |slot: Option<Slot>| {
+                let slot = slot.filter(|s| passed_slots(&site).any(|p| p == *s))?;
+                reads
+                    .get(&(site.function.as_str(), passed_name(slot).as_str()))?
+                    .get(&rank)
+                    .copied()
+            };
+            let signature = site.signature;
+            for (slot, field) in [
+                (signature.source, &mut arguments.source),
+                (signature.destination, &mut arguments.destination),
+                (signature.root, &mut arguments.root),
+            ] {
+                // An `int` in a 64-bit register: its upper half is not part of it.
+                if let Some(Reading::Integer(i)) = passed(slot) {
+                    *field = Some(abi.peer(i64::from(*i as i32)));
+                }
+            }
+            match passed(signature.communicator) {
+                Some(Reading::Integer(i)) => {
+                    let handle = i64::from(*i as i32);
+                    arguments.communicator = Some(
+                        abi.communicator(handle, Language::from_path(&site.file))
+                            .unwrap_or_else(|| Communicator::Other(format!("{i:#x}"))),
+                    );
+                }
+                Some(Reading::Value(t)) => {
+                    arguments.communicator = Some(
+                        named_communicator(t, abi)
+                            .unwrap_or_else(|| Communicator::Other(t.clone())),
+                    );
+                }
+                _ => {}
+            }
             if let Some(slot) = out.ranks.get_mut(rank as usize) {
                 *slot = Some(arguments);
             }
         }
     }
     out
+}
+
+/// A communicator pointer by the object it points to (Open MPI's C handles).
+fn named_communicator(text: &str, abi: Abi) -> Option<Communicator> {
+    match abi {
+        Abi::OpenMpi if text.ends_with("<ompi_mpi_comm_world>") => Some(Communicator::World),
+        Abi::OpenMpi if text.ends_with("<ompi_mpi_comm_self>") => Some(Communicator::Itself),
+        _ => None,
+    }
+}
+
+/// The slots of a call site whose value the daemons can read from DWARF call-site
+/// parameters: the six register arguments of a C or C++ call (Fortran passes addresses).
+fn passed_slots(site: &Site) -> impl Iterator<Item = Slot> + use<> {
+    let c_like = matches!(
+        Language::from_path(&site.file),
+        Some(Language::C | Language::Cpp)
+    );
+    let s = site.signature;
+    [s.source, s.destination, s.root, s.communicator]
+        .into_iter()
+        .flatten()
+        .filter(move |slot| c_like && slot.position < 6)
+}
+
+/// The daemons' name for the value a call was passed in `slot` (`@arg4`).
+fn passed_name(slot: Slot) -> String {
+    format!("@arg{}", slot.position + 1)
 }
 
 fn communicator<'r>(
@@ -439,13 +505,8 @@ fn communicator<'r>(
             Ok(Read::Integer(i)) => abi
                 .communicator(i, language)
                 .unwrap_or_else(|| Communicator::Other(format!("{name} = {i:#x}"))),
-            Ok(Read::Text(t)) if abi == Abi::OpenMpi && t.contains("<ompi_mpi_comm_world>") => {
-                Communicator::World
-            }
-            Ok(Read::Text(t)) if abi == Abi::OpenMpi && t.contains("<ompi_mpi_comm_self>") => {
-                Communicator::Itself
-            }
-            Ok(Read::Text(t)) => Communicator::Other(format!("{name} = {t}")),
+            Ok(Read::Text(t)) => named_communicator(t, abi)
+                .unwrap_or_else(|| Communicator::Other(format!("{name} = {t}"))),
             Err(why) => Communicator::Unknown(why),
         };
     }

@@ -65,7 +65,13 @@ impl FrameState<'_> {
         let pieces = self.evaluate(expression, 0)?;
         match pieces.as_slice() {
             [] => Err(optimized(OPTIMIZED_OUT)),
-            [one] if one.size_in_bits.is_none() => self.piece_bytes(&one.location, size),
+            [one] if one.size_in_bits.is_none() => match one.location {
+                // A value expression's result is the value, not an address to read.
+                Location::Address { address } if self.plan.computes_value => {
+                    sized(address.to_le_bytes().to_vec(), size)
+                }
+                _ => self.piece_bytes(&one.location, size),
+            },
             several => {
                 let mut out = Vec::with_capacity(size);
                 for p in several {
@@ -336,6 +342,7 @@ mod tests {
                 address_size: 8,
             },
             value: Source::Expression(expression.to_vec()),
+            computes_value: false,
             frame_base: frame_base.map(<[u8]>::to_vec),
             ty,
             referent: None,

@@ -55,6 +55,7 @@
 //! missing). This module is the entry point: it stops the ranks and answers the requests.
 
 mod cache;
+mod call_site;
 mod dies;
 mod eval;
 mod frames;
@@ -280,7 +281,10 @@ fn read_request(
         .plan(symbolizer, mapped, svma, found, request.variable.trim())
         .and_then(|plan| {
             let (text, integer) = read_value(&plan, frame, at.memory, mapped.bias)?;
-            Ok((name_pointer(&plan, text, at.space), integer))
+            let named = name_pointer(&plan, text, integer, at.space);
+            // A call's argument that points into a global is an address, not a number.
+            let integer = integer.filter(|_| !(plan.computes_value && named.contains(" <")));
+            Ok((named, integer))
         });
     match read {
         Ok((text, integer)) => {
@@ -297,19 +301,25 @@ fn read_request(
 
 /// A pointer's value with the global variable it points into, as gdb shows it
 /// (`0x7f3a2c4e1d20 <ompi_mpi_comm_world>`): Open MPI's C handles are such pointers, and
-/// the verdict recognises the world communicator by that name.
-fn name_pointer(plan: &plan::Plan, text: String, space: &AddressSpace) -> String {
-    if !matches!(plan.ty, types::Scalar::Pointer(_)) || plan.referent.is_some() {
-        return text;
-    }
-    let Some(address) = text
-        .strip_prefix("0x")
-        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-    else {
-        return text;
+/// the verdict recognises the world communicator by that name. A call's argument
+/// (`@argN`) has no type: its value is named when it points into a global.
+fn name_pointer(
+    plan: &plan::Plan,
+    text: String,
+    integer: Option<i64>,
+    space: &AddressSpace,
+) -> String {
+    let address = if plan.computes_value {
+        integer.map(|v| v as u64)
+    } else if matches!(plan.ty, types::Scalar::Pointer(_)) && plan.referent.is_none() {
+        text.strip_prefix("0x")
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+    } else {
+        None
     };
-    match space.data_name(address) {
-        Some(name) => format!("{text} <{name}>"),
+    match address.and_then(|a| space.data_name(a).map(|name| (a, name))) {
+        Some((a, name)) if plan.computes_value => format!("{a:#x} <{name}>"),
+        Some((_, name)) => format!("{text} <{name}>"),
         None => text,
     }
 }

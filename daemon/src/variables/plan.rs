@@ -19,6 +19,9 @@ use super::unreadable::{OPTIMIZED_OUT, Unreadable, bad_dwarf, error, optimized};
 pub(super) struct Plan {
     pub(super) encoding: gimli::Encoding,
     pub(super) value: Source,
+    /// The expression computes the value itself (a call-site parameter's
+    /// `DW_AT_call_value`), not where it is: an address it yields is the value.
+    pub(super) computes_value: bool,
     /// The physical function's `DW_AT_frame_base` at this address, if it has one.
     pub(super) frame_base: Option<Vec<u8>>,
     pub(super) ty: Scalar,
@@ -78,6 +81,20 @@ pub(super) fn resolve(
         Err(_) => None,
     };
 
+    if let Some(n) = super::call_site::argument_index(variable) {
+        // A register's worth, signed: the reader of an `int` takes its low half.
+        let call = super::call_site::resolve(view, unit, physical, svma, n)?;
+        return Ok(Plan {
+            encoding: unit.encoding(),
+            value: Source::Expression(call.value),
+            computes_value: true,
+            frame_base: call.frame_base,
+            ty: Scalar::Signed(8),
+            referent: None,
+            base_types: call.base_types,
+            indexed: call.indexed,
+        });
+    }
     let chosen = find_variable(unit, scope, svma, variable, fold_case)?;
     let where_ = match (&at.source.file, at.source.line) {
         (Some(file), Some(line)) => format!(" at {}:{line}", file_name(file)),
@@ -123,6 +140,7 @@ pub(super) fn resolve(
     Ok(Plan {
         encoding,
         value,
+        computes_value: false,
         frame_base,
         ty,
         referent,

@@ -52,7 +52,8 @@ fn peers_are_evaluated_per_rank_from_the_source_and_the_variables_read() {
     let observations = observe(&r);
     let wanted = requests(&observations, &mut sources);
     let names: Vec<&str> = wanted.iter().map(|q| q.variable.as_str()).collect();
-    assert_eq!(names, ["rank", "size"]);
+    // The values the call was passed (source, communicator), then the source's variables.
+    assert_eq!(names, ["@arg4", "@arg6", "rank", "size"]);
     assert!(wanted.iter().all(|q| q.function == "main"));
     r.meta.variables = vec![
         integer_reads("rank", &[(0, "0"), (1, "1"), (2, "2")]),
@@ -155,8 +156,13 @@ fn a_missing_source_leaves_every_argument_unknown() {
         Some(Peer::Unknown(why)) => assert!(why.contains("cannot read app.c"), "{why}"),
         other => panic!("{other:?}"),
     }
-    assert!(requests(&observe(&r), &mut sources).is_empty());
     assert!(args.is_empty(), "nothing known: no graph to draw");
+    // What the call was passed needs no source.
+    let names: Vec<String> = requests(&observe(&r), &mut sources)
+        .into_iter()
+        .map(|q| q.variable)
+        .collect();
+    assert_eq!(names, ["@arg4", "@arg6"]);
 }
 
 #[test]
@@ -184,4 +190,46 @@ fn fortran_intrinsics_and_constants_evaluate() {
     );
     let e = evaluate(&Expr::Other("nbr[i]".into()), &mut read).unwrap_err();
     assert_eq!(e, "`nbr[i]` is not evaluated");
+}
+
+#[test]
+fn the_values_a_call_was_passed_win_over_the_source() {
+    let (_dir, mut sources) = source(RING);
+    let recv = line_of(RING, "recv");
+    let mut r = result(2, 2, |_, _| in_call("PMPI_Recv", recv));
+    // Rank 0's call got 1 (in a register whose upper half is garbage) and the world
+    // communicator; rank 1's call-site values were not described: its variables answer.
+    r.meta.variables = vec![
+        integer_reads("@arg4", &[(0x7f00_0000_0001, "0")]),
+        VariableReads {
+            for_verdict: false,
+            function: "main".into(),
+            variable: "@arg6".into(),
+            classes: vec![
+                ReadClass {
+                    reading: Reading::Value("0x55d0c0a2b260 <ompi_mpi_comm_world>".into()),
+                    ranks: "0".into(),
+                    at: None,
+                },
+                ReadClass {
+                    reading: Reading::OptimizedOut,
+                    ranks: "1".into(),
+                    at: None,
+                },
+            ],
+        },
+        integer_reads("rank", &[(0, "0"), (1, "1")]),
+        integer_reads("size", &[(2, "0-1")]),
+    ];
+    let args = arguments(&r, &observe(&r), &mut sources);
+    let zero = args.of(0).unwrap();
+    assert_eq!(zero.source, Some(Peer::Rank(1)));
+    assert_eq!(zero.communicator, Some(Communicator::World));
+    let one = args.of(1).unwrap();
+    assert_eq!(one.source, Some(Peer::Rank(0)), "(1 + 2 - 1) % 2");
+    assert_eq!(
+        one.communicator,
+        Some(Communicator::World),
+        "MPI_COMM_WORLD by name"
+    );
 }
