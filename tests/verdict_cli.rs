@@ -456,6 +456,11 @@ fn at_o2_the_peers_come_from_the_calls_dwarf() {
 }
 
 #[test]
+fn a_broadcast_against_a_reduction() {
+    check("bcast_reduce.c");
+}
+
+#[test]
 fn every_program_of_the_corpus_is_checked() {
     let this = std::fs::read_to_string(repo_root().join("tests/verdict_cli.rs")).unwrap();
     for entry in std::fs::read_dir(hangs_dir()).unwrap() {

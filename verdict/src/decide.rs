@@ -211,10 +211,14 @@ fn decide_on(
         );
     }
     if !p2p.is_empty() {
-        let would_decide =
-            "the peers of their calls (the source and destination arguments, or the PMPI library)";
+        let mut would_decide = "the peers of their calls (the source and destination \
+                                arguments, or the PMPI library)"
+            .to_string();
+        if let Some(why) = graph.and_then(WaitFor::first_unknown) {
+            would_decide.push_str(&format!("; not read: {why}"));
+        }
         if let Some(d) =
-            behind().and_then(|b| least_progressed(&groups, &b, &evidence, would_decide))
+            behind().and_then(|b| least_progressed(&groups, &b, &evidence, &would_decide))
         {
             return d;
         }
@@ -222,7 +226,7 @@ fn decide_on(
             p2p,
             "several ranks wait in point-to-point calls: a cycle among them, or messages never \
              sent",
-            would_decide,
+            &would_decide,
             evidence,
         );
     }

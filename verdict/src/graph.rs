@@ -137,6 +137,16 @@ impl<'o> WaitFor<'o> {
             .collect()
     }
 
+    /// Why the first group in MPI whose wait is not known is not (`[0] peer unknown: ...`).
+    pub fn first_unknown(&self) -> Option<String> {
+        self.nodes.iter().find_map(|n| match &n.wait {
+            Wait::Unknown(why) if n.state.activity.call().is_some() => {
+                Some(format!("[{}] {why}", format_set(&n.ranks)))
+            }
+            _ => None,
+        })
+    }
+
     /// How sure the graph's conclusions are: `proved` when every argument came from the MPI
     /// library, `likely` when some were read from the source and variables.
     pub fn origin(&self, nodes: &[usize]) -> Origin {
@@ -170,6 +180,11 @@ impl<'o> WaitFor<'o> {
                         "any"
                     },
                     call,
+                    communicator: n
+                        .arguments
+                        .and_then(|a| a.communicator.as_ref())
+                        .map(Communicator::describe),
+                    origin: n.arguments.and_then(|a| a.origin),
                     stuck: !self.released[i],
                 }),
                 Wait::Unknown(why) => unknown.push(UnknownFile {
@@ -270,6 +285,12 @@ pub struct EdgeFile {
     pub semantics: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
+    /// The call's communicator, as read (`MPI_COMM_WORLD`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub communicator: Option<String>,
+    /// Where the call's arguments were read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     /// The waiting ranks are stuck (never released in the graph).
     pub stuck: bool,
 }

@@ -257,3 +257,37 @@ fn library_data_proves_what_source_reads_make_likely() {
         "{d:#?}"
     );
 }
+
+#[test]
+fn an_undecided_answer_says_which_argument_was_not_read() {
+    let v = verdict(
+        3,
+        |rank| {
+            if rank < 2 {
+                in_call("PMPI_Recv", 20)
+            } else {
+                in_call("PMPI_Barrier", 30)
+            }
+        },
+        |rank| {
+            if rank < 2 {
+                receive(Peer::Unknown("`nbr[2]` is not evaluated".into()))
+            } else {
+                collective(Communicator::World)
+            }
+        },
+    );
+    let d = &v.decision;
+    assert_eq!(
+        (d.kind, d.ranks.as_str()),
+        (Kind::Undecided, "0-1"),
+        "{d:#?}"
+    );
+    assert!(
+        d.would_decide
+            .as_deref()
+            .unwrap()
+            .ends_with("not read: [0-1] peer unknown: `nbr[2]` is not evaluated"),
+        "{d:#?}"
+    );
+}
