@@ -16,6 +16,11 @@ fn finalized() -> Vec<Frame> {
     stack(90, vec![mpi("ompi_mpi_finalize", 0x10)])
 }
 
+/// `then` for ranks below `split`, `otherwise` for the rest.
+fn split<T>(split: u32, then: impl Fn() -> T, otherwise: impl Fn() -> T) -> impl Fn(u32) -> T {
+    move |rank| if rank < split { then() } else { otherwise() }
+}
+
 fn receive(from: Peer) -> Option<CallArguments> {
     Some(CallArguments {
         source: Some(from),
@@ -159,20 +164,12 @@ fn a_receive_from_any_source_is_released_by_any_rank_that_may_send() {
 fn a_probe_from_any_source_while_the_rest_wait_in_a_collective_is_a_missing_participant() {
     let v = verdict(
         4,
-        |rank| {
-            if rank == 0 {
-                in_call("PMPI_Probe", 15)
-            } else {
-                in_call("PMPI_Allreduce", 16)
-            }
-        },
-        |rank| {
-            if rank == 0 {
-                receive(Peer::Any)
-            } else {
-                collective(Communicator::World)
-            }
-        },
+        split(
+            1,
+            || in_call("PMPI_Probe", 15),
+            || in_call("PMPI_Allreduce", 16),
+        ),
+        split(1, || receive(Peer::Any), || collective(Communicator::World)),
     );
     let d = &v.decision;
     assert_eq!(
@@ -262,20 +259,16 @@ fn library_data_proves_what_source_reads_make_likely() {
 fn an_undecided_answer_says_which_argument_was_not_read() {
     let v = verdict(
         3,
-        |rank| {
-            if rank < 2 {
-                in_call("PMPI_Recv", 20)
-            } else {
-                in_call("PMPI_Barrier", 30)
-            }
-        },
-        |rank| {
-            if rank < 2 {
-                receive(Peer::Unknown("`nbr[2]` is not evaluated".into()))
-            } else {
-                collective(Communicator::World)
-            }
-        },
+        split(
+            2,
+            || in_call("PMPI_Recv", 20),
+            || in_call("PMPI_Barrier", 30),
+        ),
+        split(
+            2,
+            || receive(Peer::Unknown("`nbr[2]` is not evaluated".into())),
+            || collective(Communicator::World),
+        ),
     );
     let d = &v.decision;
     assert_eq!(
