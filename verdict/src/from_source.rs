@@ -233,6 +233,35 @@ struct SiteExprs {
     language: Option<Language>,
 }
 
+impl SiteExprs {
+    /// The expression of `slot` of a call with `signature`, when the source gave one.
+    fn of(&self, signature: &Signature, slot: Slot) -> Option<&Expr> {
+        let field = if signature.source == Some(slot) {
+            &self.source
+        } else if signature.destination == Some(slot) {
+            &self.destination
+        } else if signature.root == Some(slot) {
+            &self.root
+        } else if signature.communicator == Some(slot) {
+            &self.communicator
+        } else {
+            return None;
+        };
+        field.as_ref()?.as_ref().ok()
+    }
+}
+
+/// Whether an expression is made of literals and MPI constants only.
+fn is_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Integer(_) => true,
+        Expr::Name(n) => constant(n).is_some(),
+        Expr::Negate(inner) => is_constant(inner),
+        Expr::Binary(_, l, r) => is_constant(l) && is_constant(r),
+        Expr::Call(..) | Expr::Other(_) => false,
+    }
+}
+
 fn pick(arguments: &[Argument], slot: Option<Slot>) -> Option<Result<Expr, String>> {
     let slot = slot?;
     let by_keyword = arguments.iter().find(|a| {
@@ -308,10 +337,20 @@ fn site_exprs(site: &Site, sources: &mut SourceIndex) -> Result<SiteExprs, Strin
 pub fn requests(observations: &Observations, sources: &mut SourceIndex) -> Vec<VariableRequest> {
     let mut out: Vec<VariableRequest> = Vec::new();
     for site in sites(observations) {
+        let exprs = site_exprs(&site, sources).ok();
         // What the call was passed, from DWARF call-site parameters: at -O2 the variables
-        // are often gone, and no source is needed.
-        let mut wanted: Vec<String> = passed_slots(&site).map(passed_name).collect();
-        if let Ok(exprs) = site_exprs(&site, sources) {
+        // are often gone, and no source is needed. A slot the source states with constants
+        // alone (`MPI_COMM_WORLD`, `0`) needs no read: every read stops every rank again.
+        let mut wanted: Vec<String> = passed_slots(&site)
+            .filter(|&slot| {
+                !exprs
+                    .as_ref()
+                    .and_then(|e| e.of(&site.signature, slot))
+                    .is_some_and(is_constant)
+            })
+            .map(passed_name)
+            .collect();
+        if let Some(exprs) = &exprs {
             for e in [
                 &exprs.source,
                 &exprs.destination,
