@@ -25,8 +25,10 @@
 //!    **least progressed**, a guess. Otherwise **undecided**, naming the waiting ranks:
 //!    they are the ranks to debug.
 //! 7. Ranks in **different collectives** (or some in a collective, some finished): a
-//!    mismatch. The groups that are not the largest are named; communicators are not
-//!    known, so it is a guess.
+//!    mismatch. The groups that are not the largest are named, as a guess; but when one of
+//!    them waits on a communicator whose members are not known (a derived one), it may be
+//!    waiting rightly for a rank that skipped the call: **undecided**, naming it as
+//!    waiting.
 //! 8. Everything else (every rank in one collective) is **undecided**, with the reason.
 //!
 //! A rank is blamed only with what was seen: one sample has no motion (undecided), and a
@@ -246,6 +248,22 @@ fn decide_on(
             .collect();
         if !minority.is_empty() {
             parts = minority;
+        }
+        // A group named here that waits on a communicator whose members only the library
+        // knows may be waiting rightly, for ranks that skipped the call: blaming it would
+        // be a confident wrong answer. It is named as waiting, undecided.
+        if let Some(why) =
+            graph.and_then(|g| parts.iter().find_map(|p| g.unknown_communicator(&p.ranks)))
+        {
+            return undecided(
+                parts,
+                &format!(
+                    "ranks wait in different collectives, and {why}: the ranks missing from it \
+                     may be the ones to debug"
+                ),
+                "the communicator's members (the PMPI library records them)",
+                evidence,
+            );
         }
         let summary = format!(
             "ranks wait in different collectives or have finished: {}",

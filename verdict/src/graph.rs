@@ -147,6 +147,25 @@ impl<'o> WaitFor<'o> {
         })
     }
 
+    /// Why the members of the communicator some of `ranks` wait on in a collective are
+    /// not known (a derived communicator), if so.
+    pub fn unknown_communicator(&self, ranks: &RankSet) -> Option<String> {
+        self.nodes.iter().find_map(|n| {
+            if n.ranks.is_disjoint(ranks) || role(n.state) != Role::WaitingCollective {
+                return None;
+            }
+            let comm = n.arguments?.communicator.as_ref()?;
+            matches!(comm, Communicator::Other(_)).then(|| {
+                let call = n.state.activity.call().map_or("?", |c| c.name.as_str());
+                format!(
+                    "[{}] wait in {call} on {}, whose members are not known",
+                    format_set(&n.ranks),
+                    comm.describe()
+                )
+            })
+        })
+    }
+
     /// How sure the graph's conclusions are: `proved` when every argument came from the MPI
     /// library, `likely` when some were read from the source and variables.
     pub fn origin(&self, nodes: &[usize]) -> Origin {
