@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::elf;
 use object::read::elf::{ElfFile64, ProgramHeader as _};
-use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
 use crate::memory::MemoryReader;
 use crate::procfs::{Mapping, Pid};
@@ -98,6 +98,9 @@ pub struct Image {
     symbols: Vec<Symbol>,
     /// Sized data objects, by address (from `.dynsym`, else `.symtab`).
     data_symbols: Vec<Symbol>,
+    /// The dynamic symbol each GOT slot is bound to (`.rela.plt`, `.rela.dyn`), by slot
+    /// address: what a call through the PLT or the GOT calls.
+    got_slots: Vec<(u64, String)>,
     symbol_names: String,
     /// Whether the symbols came from `.symtab` (else `.dynsym`, or none).
     pub has_symtab: bool,
@@ -231,6 +234,24 @@ impl Image {
             };
             key(a).cmp(&key(b)).then_with(|| name(a).cmp(name(b)))
         });
+        let mut got_slots: Vec<(u64, String)> = Vec::new();
+        if let Some(relocations) = file.dynamic_relocations() {
+            let symbols = file.dynamic_symbol_table();
+            for (slot, relocation) in relocations {
+                let object::RelocationTarget::Symbol(index) = relocation.target() else {
+                    continue;
+                };
+                let name = symbols
+                    .as_ref()
+                    .and_then(|t| t.symbol_by_index(index).ok())
+                    .and_then(|s| s.name().ok())
+                    .filter(|n| !n.is_empty());
+                if let Some(name) = name {
+                    got_slots.push((slot, name.to_string()));
+                }
+            }
+        }
+        got_slots.sort();
         let build_id = file.build_id().ok().flatten().map(hex);
         let eh_frame = section(".eh_frame");
         let eh_frame_hdr = section(".eh_frame_hdr");
@@ -248,6 +269,7 @@ impl Image {
             segments,
             symbols,
             data_symbols,
+            got_slots,
             symbol_names,
             has_symtab,
             eh_frame_table: OnceLock::new(),
@@ -312,6 +334,15 @@ impl Image {
     }
 
     /// The address of a symbol by name (tests, and naming frames in `strata dump`).
+    /// The dynamic symbol bound to the GOT slot at `svma`, if a relocation binds one.
+    pub fn got_symbol(&self, svma: u64) -> Option<&str> {
+        let i = self
+            .got_slots
+            .binary_search_by_key(&svma, |(a, _)| *a)
+            .ok()?;
+        Some(&self.got_slots[i].1)
+    }
+
     /// The data object containing `svma` (a global variable, exported or not), and the
     /// offset into it.
     pub fn data_symbol(&self, svma: u64) -> Option<(&str, u64)> {

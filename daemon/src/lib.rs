@@ -33,6 +33,7 @@
 //!   bad DWARF, CFI or memory end in an error, never a panic or a wrong value.
 
 pub mod agent;
+pub mod calls;
 pub mod capture;
 pub mod discovery;
 pub mod images;

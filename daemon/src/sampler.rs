@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use strata_filters::frame::{is_mpi_entry_name, is_mpi_library};
 use strata_filters::{CodeFrame, Frame, FrameId, Module, PrefixTree, Special, TaskRuns};
 
 use crate::capture::{CaptureError, CaptureOptions, Capturer, TaskCapture, ThreadError};
@@ -152,6 +153,9 @@ pub struct Sampler {
     /// (module path, lookup address in the module) -> the trace frames it stands for,
     /// inlined calls first: built once, shared by every tree and sample.
     frames: HashMap<(Arc<str>, u64), SharedFrames>,
+    /// (caller's module path, return address in it) -> the MPI call it made, when the MPI
+    /// library's frames below do not name it (see [`Sampler::recovered_call`]).
+    calls: HashMap<(Arc<str>, u64), Option<Arc<Frame>>>,
     /// Each task's address space and the mappings it was loaded from: reused while the
     /// mappings stay the same, because loading one opens and stats every mapped file
     /// (measured: 83 opens a task a sample, most of the sampler's system time).
@@ -164,6 +168,7 @@ impl Sampler {
             images: ImageCache::new(),
             symbols,
             frames: HashMap::new(),
+            calls: HashMap::new(),
             spaces: HashMap::new(),
         }
     }
@@ -422,8 +427,16 @@ impl Sampler {
 
     fn stack_frames(&mut self, space: &AddressSpace, stack: &UnwoundStack) -> Vec<Arc<Frame>> {
         let mut out = Vec::with_capacity(stack.frames.len() + 2);
-        for f in &stack.frames {
-            out.extend(self.frames_at(space, f.lookup_pc).iter().cloned());
+        for (i, f) in stack.frames.iter().enumerate() {
+            let frames = self.frames_at(space, f.lookup_pc);
+            out.extend(frames.iter().cloned());
+            if let Some(call) = stack
+                .frames
+                .get(i + 1)
+                .and_then(|caller| self.recovered_call(space, &frames, caller))
+            {
+                out.push(call);
+            }
         }
         match stack.end {
             WalkEnd::Outermost => {}
@@ -444,10 +457,19 @@ impl Sampler {
                     frames: s
                         .frames
                         .iter()
-                        .map(|f| PhysicalFrame {
-                            pc: f.pc,
-                            kind: f.kind,
-                            frames: self.frames_at(&stacks.space, f.lookup_pc),
+                        .enumerate()
+                        .map(|(i, f)| {
+                            let mut frames = self.frames_at(&stacks.space, f.lookup_pc);
+                            if let Some(call) = s.frames.get(i + 1).and_then(|caller| {
+                                self.recovered_call(&stacks.space, &frames, caller)
+                            }) {
+                                frames = frames.iter().cloned().chain([call]).collect();
+                            }
+                            PhysicalFrame {
+                                pc: f.pc,
+                                kind: f.kind,
+                                frames,
+                            }
                         })
                         .collect(),
                     end: s.end.clone(),
@@ -486,6 +508,50 @@ impl Sampler {
         let space = Arc::new(AddressSpace::load(pid, maps, live, &self.images));
         self.spaces.insert(pid, (maps.to_vec(), space.clone()));
         space
+    }
+
+    /// The MPI call a program made, as a frame of its own, when the MPI library's frames
+    /// below the call (`callee`, innermost first) do not name it: a stripped library's
+    /// entry that jumped into unnamed internals, Open MPI's `PMPI_Finalize` that jumped to
+    /// `ompi_mpi_finalize`. Named by the symbol the caller's call instruction is bound to
+    /// ([`crate::calls`]); marked inlined: a call without a frame of its own. `None` when
+    /// the frames name the call already, or the caller is not the program's.
+    fn recovered_call(
+        &mut self,
+        space: &AddressSpace,
+        callee: &SharedFrames,
+        caller: &crate::unwind::UnwoundFrame,
+    ) -> Option<Arc<Frame>> {
+        let module = callee.last()?.code()?.module.clone()?;
+        if caller.kind != FrameKind::Call
+            || !is_mpi_library(&module.path)
+            || callee.iter().any(|f| f.is_mpi_entry())
+        {
+            return None;
+        }
+        let m = space.find(caller.lookup_pc)?;
+        if is_mpi_library(&m.path) {
+            return None;
+        }
+        let return_svma = caller.pc.wrapping_sub(m.bias);
+        let key: (Arc<str>, u64) = (Arc::from(m.path.as_str()), return_svma);
+        if let Some(known) = self.calls.get(&key) {
+            return known.clone();
+        }
+        let call = m
+            .image()
+            .and_then(|image| crate::calls::called_symbol(image, return_svma))
+            .filter(|name| is_mpi_entry_name(name))
+            .map(|name| {
+                Arc::new(Frame::Code(CodeFrame {
+                    function: Some(name.to_string()),
+                    module: Some(module),
+                    inlined: true,
+                    ..CodeFrame::default()
+                }))
+            });
+        self.calls.insert(key, call.clone());
+        call
     }
 
     /// The trace frames for one lookup address: symbolized once per daemon.

@@ -65,19 +65,27 @@ fn render_thread(out: &mut String, stack: &ThreadFrames) {
     let mut n = 0;
     for physical in &stack.frames {
         let count = physical.frames.len();
+        // The physical frame is the last one but a call recovered after it.
+        let own = physical
+            .frames
+            .iter()
+            .rposition(|f| !f.code().is_some_and(|c| c.is_recovered_call()))
+            .unwrap_or(count.saturating_sub(1));
         for (i, frame) in physical.frames.iter().enumerate() {
             // Inlined calls share the physical frame's pc: gdb shows it once.
-            let pc = if i + 1 == count {
+            let pc = if i == own {
                 format!("{:#018x}", physical.pc)
+            } else if i > own {
+                format!("{:<18}", "(called)")
             } else {
                 format!("{:<18}", "(inlined)")
             };
             let _ = write!(out, "    #{n:<3} {pc} {}", describe(frame));
             match physical.kind {
-                FrameKind::SignalHandlerTrampoline if i + 1 == count => {
+                FrameKind::SignalHandlerTrampoline if i == own => {
                     out.push_str("  <signal handler called>");
                 }
-                FrameKind::SignalInterrupted if i + 1 == count => {
+                FrameKind::SignalInterrupted if i == own => {
                     out.push_str("  <interrupted by a signal>");
                 }
                 _ => {}

@@ -33,15 +33,20 @@ fn blocked(exe: &Path, env: &[&str]) -> Target {
     t
 }
 
-/// Captures `pid` and unwinds it, with images from `cache`.
-fn stacks(pid: Pid, cache: &ImageCache) -> TaskStacks {
+/// Captures `pid` (and checks it runs freely afterwards).
+fn capture_of(pid: Pid) -> strata_daemon::capture::TaskCapture {
     let capture = Capturer::new(1)
         .capture(&[pid], &CaptureOptions::default())
         .pop()
         .expect("one result per pid")
         .unwrap_or_else(|e| panic!("capture of {pid}: {e}"));
     assert_free(pid);
-    unwind_task(&capture, cache, &ProcessMemory::new(pid), 256)
+    capture
+}
+
+/// Captures `pid` and unwinds it, with images from `cache`.
+fn stacks(pid: Pid, cache: &ImageCache) -> TaskStacks {
+    unwind_task(&capture_of(pid), cache, &ProcessMemory::new(pid), 256)
 }
 
 /// One physical frame of the main thread, symbolized.
@@ -721,4 +726,91 @@ fn libc_debug_info_from_the_distribution() {
         last.file.as_deref().is_some_and(|f| f.ends_with("pause.c")),
         "{pause:?}"
     );
+}
+
+/// A program blocked in a stripped MPI library whose entry jumped into its internals (the
+/// shape of MPICH 5's and Intel MPI's wheels): no frame of the library names the call, so
+/// the sampler names it from the program's call instruction, through the PLT to the
+/// symbol its GOT slot is bound to: a frame `MPI_Waitall` without an address ("called"),
+/// between the library's frames and main. Unstripped, the internal function has a name,
+/// which is not an MPI entry either: the same frame is added.
+#[test]
+fn a_call_into_a_stripped_mpi_library_is_named_from_the_callers_plt() {
+    let full = compile(
+        "fake_mpi_lib.c",
+        "libmpi.so.12-unstripped",
+        &["-O2", "-fPIC", "-shared", "-Wl,-soname,libmpi.so.12"],
+    );
+    let dir = build_dir().join("fake-mpi");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (library, strip) in [("stripped", true), ("unstripped", false)] {
+        let lib_dir = dir.join(library);
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let lib = lib_dir.join("libmpi.so.12");
+        if strip {
+            run(
+                "strip",
+                &[
+                    "--strip-all",
+                    "-o",
+                    lib.to_str().unwrap(),
+                    full.to_str().unwrap(),
+                ],
+            );
+        } else {
+            std::fs::copy(&full, &lib).unwrap();
+        }
+        let exe = compile_linked(
+            "uses_fake_mpi.c",
+            &format!("uses_fake_mpi-{library}"),
+            &["-O0"],
+            &[
+                lib.to_str().unwrap(),
+                &format!("-Wl,-rpath,{}", lib_dir.display()),
+            ],
+        );
+        let target = blocked(&exe, &[]);
+        let capture = capture_of(target.pid());
+        let mut sampler = strata_daemon::sampler::Sampler::new(fresh());
+        let stacks = sampler.unwind(&capture, 256);
+        let threads = sampler.symbolized(&stacks);
+        let main_thread = threads[0].as_ref().expect("the main thread unwound");
+        let frames: Vec<strata_filters::Frame> = main_thread
+            .frames
+            .iter()
+            .flat_map(|p| p.frames.iter().map(|f| (**f).clone()))
+            .collect();
+        let names: Vec<String> = frames.iter().map(|f| f.name()).collect();
+        let at = names
+            .iter()
+            .position(|n| n == "MPI_Waitall")
+            .unwrap_or_else(|| panic!("{library}: no MPI_Waitall in {names:?}"));
+        assert_eq!(names[at + 1], "main", "{library}: {names:?}");
+        let called = frames[at].code().unwrap();
+        assert!(called.is_recovered_call(), "{library}: {called:?}");
+        assert!(
+            called
+                .module
+                .as_ref()
+                .is_some_and(|m| m.path.ends_with("/libmpi.so.12")),
+            "{library}: {called:?}"
+        );
+        // Below it, the library's own frame, which does not name the call.
+        let below = frames[at - 1].code().unwrap();
+        assert!(
+            below
+                .module
+                .as_ref()
+                .unwrap()
+                .path
+                .ends_with("/libmpi.so.12"),
+            "{library}: {names:?}"
+        );
+        assert!(!frames[at - 1].is_mpi_entry(), "{library}: {names:?}");
+        if strip {
+            assert_eq!(below.function, None, "{names:?}");
+        } else {
+            assert_eq!(below.function.as_deref(), Some("waitall_progress"));
+        }
+    }
 }

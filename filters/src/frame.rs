@@ -33,8 +33,20 @@ pub struct CodeFrame {
     pub offset: Option<u64>,
     pub file: Option<String>,
     pub line: Option<u32>,
-    /// This frame is an inlined call inside the physical frame that follows it.
+    /// This frame is an inlined call inside the physical frame that follows it. Without an
+    /// `offset`, it is a call recovered from the caller's call instruction (see
+    /// [`CodeFrame::is_recovered_call`]).
     pub inlined: bool,
+}
+
+impl CodeFrame {
+    /// A call that has no frame of its own, named from the caller's call instruction: the
+    /// program called `MPI_Waitall`, and the MPI library jumped from that entry into its
+    /// internals (a stripped library, a tail call), so no frame below says so. Written as
+    /// an inlined frame without an address.
+    pub fn is_recovered_call(&self) -> bool {
+        self.inlined && self.offset.is_none()
+    }
 }
 
 /// Flat frame fields that make no frame (see [`CodeFrame::from_fields`]).
@@ -197,6 +209,17 @@ pub fn is_mpi_entry_name(name: &str) -> bool {
     rest[0].is_ascii_alphabetic() && rest.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
 }
 
+/// Whether a binary is an MPI library, by its file name: Open MPI's `libmpi.so.40` and its
+/// Fortran and C++ bindings (`libmpi_mpifh`, `libmpi_usempif08`, `libmpi_cxx`), MPICH's
+/// `libmpich.so.12` (Debian) or `libmpi.so.12`, `libmpifort`, Intel MPI's `libmpi.so.12`,
+/// the standard ABI's `libmpi_abi`. Its frames are the MPI library's, whatever their names.
+pub fn is_mpi_library(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    ["libmpi.so", "libmpi_", "libmpich", "libmpifort", "libpmpi"]
+        .iter()
+        .any(|prefix| base.starts_with(prefix))
+}
+
 /// Index of a frame in a [`FrameTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameId(pub u32);
@@ -269,6 +292,27 @@ impl FrameTable {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mpi_libraries_are_known_by_their_file_names() {
+        for path in [
+            "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+            "/opt/venv/lib/libmpi.so.12",
+            "/usr/lib/x86_64-linux-gnu/libmpich.so.12.3.0",
+            "/usr/lib/libmpi_mpifh.so.40",
+            "/opt/intel/lib/libmpifort.so.12",
+            "libmpi_abi.so.0",
+        ] {
+            assert!(is_mpi_library(path), "{path}");
+        }
+        for path in [
+            "/usr/lib/libc.so.6",
+            "/usr/lib/libmpfr.so.6",
+            "/opt/libmpix.so",
+        ] {
+            assert!(!is_mpi_library(path), "{path}");
+        }
+    }
+
     use super::*;
 
     #[test]

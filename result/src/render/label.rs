@@ -16,7 +16,9 @@ pub fn frame_text(frame: &Frame) -> String {
         let base = file.rsplit('/').next().unwrap_or(file);
         s.push_str(&format!(" @ {base}:{line}"));
     }
-    if c.inlined {
+    if c.is_recovered_call() {
+        s.push_str(" [called]");
+    } else if c.inlined {
         s.push_str(" [inlined]");
     }
     s
