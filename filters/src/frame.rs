@@ -183,11 +183,42 @@ impl Frame {
     /// True for the first frame of an MPI call: `MPI_X`, `PMPI_X` and the Fortran bindings
     /// `mpi_x_`, `pmpi_x_` (any case). Library internals (`MPIR_`, `ompi_`, `opal_`) are not
     /// entries: they are what "cut below MPI" removes.
+    ///
+    /// The name is not enough: a Fortran program called `mpi_matrix` is not an MPI call.
+    /// The frame must be in an MPI library ([`is_mpi_library`]), or, in another binary (an
+    /// MPI linked statically, a tool's PMPI wrapper), bear a C binding's name
+    /// ([`is_c_binding_name`]); a frame without a module is judged by its name.
     pub fn is_mpi_entry(&self) -> bool {
-        self.code()
-            .and_then(|c| c.function.as_deref())
-            .is_some_and(is_mpi_entry_name)
+        self.code().is_some_and(CodeFrame::is_mpi_entry)
     }
+}
+
+impl CodeFrame {
+    /// See [`Frame::is_mpi_entry`].
+    pub fn is_mpi_entry(&self) -> bool {
+        let Some(name) = self.function.as_deref() else {
+            return false;
+        };
+        is_mpi_entry_name(name) && self.may_be_mpi(name)
+    }
+
+    /// Whether a frame named `name` (an MPI name) can be MPI's, by its binary: see
+    /// [`Frame::is_mpi_entry`].
+    pub fn may_be_mpi(&self, name: &str) -> bool {
+        match &self.module {
+            Some(m) if !is_mpi_library(&m.path) => is_c_binding_name(name),
+            _ => true,
+        }
+    }
+}
+
+/// `MPI_Recv`, `PMPI_Allreduce`: the C bindings' names (the prefix in capitals, then a
+/// capital letter), which no Fortran compiler produces from a lower-case name.
+pub fn is_c_binding_name(name: &str) -> bool {
+    let rest = name
+        .strip_prefix("MPI_")
+        .or_else(|| name.strip_prefix("PMPI_"));
+    rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
 impl fmt::Display for Frame {
@@ -292,6 +323,29 @@ impl FrameTable {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_mpi_name_outside_an_mpi_library_must_be_a_c_binding() {
+        let frame = |function: &str, module: Option<&str>| {
+            Frame::Code(CodeFrame {
+                function: Some(function.to_string()),
+                module: module.map(|path| Module {
+                    path: path.to_string(),
+                    build_id: None,
+                }),
+                ..CodeFrame::default()
+            })
+        };
+        // A Fortran program called mpi_matrix, and its own mpi_helper_.
+        assert!(!frame("mpi_matrix", Some("/home/u/mpi_matrix")).is_mpi_entry());
+        assert!(!frame("mpi_helper_", Some("/home/u/app")).is_mpi_entry());
+        // MPI linked statically, or a PMPI tool's wrapper.
+        assert!(frame("MPI_Recv", Some("/home/u/app")).is_mpi_entry());
+        assert!(frame("PMPI_Recv", Some("/opt/tool/libmpiP.so")).is_mpi_entry());
+        // In an MPI library, every binding; without a module, the name decides.
+        assert!(frame("mpi_recv_", Some("/usr/lib/libmpi_mpifh.so.40")).is_mpi_entry());
+        assert!(frame("mpi_recv_", None).is_mpi_entry());
+    }
+
     #[test]
     fn mpi_libraries_are_known_by_their_file_names() {
         for path in [

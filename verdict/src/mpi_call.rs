@@ -357,7 +357,13 @@ pub struct Located {
 /// The MPI call `path` (outermost frame first) is in, if any: see the module's doc.
 pub fn locate(path: &[&Frame]) -> Option<Located> {
     let (entry, call) = path.iter().enumerate().find_map(|(i, frame)| {
-        let function = frame.code()?.function.as_deref()?;
+        let code = frame.code()?;
+        let function = code.function.as_deref()?;
+        // An MPI name in the program itself (a Fortran program called `mpi_matrix`) is not
+        // a call into MPI.
+        if !code.may_be_mpi(function) {
+            return None;
+        }
         call_named(function).map(|call| (i, call))
     })?;
     let call_site = entry
