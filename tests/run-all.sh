@@ -27,12 +27,15 @@ fi
 #   symbolization tests read and compare with eu-stack's;
 # - openmpi-bin, libopenmpi-dev, gfortran: `strata attach` is tested on hung Open MPI jobs
 #   in C and in Fortran;
+# - mpich, libmpich-dev: and on Debian's MPICH (Open MPI stays the default `mpicc`);
+#   tests/mpi/stacks.sh adds Open MPI 5, MPICH 5 and Intel MPI from PyPI (python3-venv
+#   makes their virtual environments);
 # - slurm-wlm, munge, libpmix-dev: `strata attach JOBID` is tested on a real 4-node Slurm
 #   cluster that tests/slurm/up.sh starts on this machine (each node in its own namespaces)
 #   and this script stops at the end (tests/slurm/down.sh); Slurm's pmix plugin loads
 #   libpmix from libpmix-dev.
 PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux tmux gdb dwz libc6-dbg openmpi-bin libopenmpi-dev
-          slurm-wlm munge libpmix-dev)
+          mpich libmpich-dev python3-venv slurm-wlm munge libpmix-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,6 +50,9 @@ if ((${#missing[@]})); then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+say "MPI stacks from PyPI (target/mpi-stacks, kept between runs)"
+bash tests/mpi/stacks.sh
 
 say "format and lints"
 cargo fmt --all --check

@@ -42,7 +42,7 @@ impl MpiJob {
     }
 
     fn launch(mut mpirun: Command, exe: &std::path::Path, np: usize, args: &[&str]) -> MpiJob {
-        let mut mpirun = mpirun
+        mpirun
             .args(["--oversubscribe", "-np", &np.to_string()])
             .arg(exe)
             .args(args)
@@ -50,12 +50,29 @@ impl MpiJob {
             // would starve everything else on a CI machine.
             .env("OMPI_MCA_mpi_yield_when_idle", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        MpiJob::spawn(mpirun, np)
+    }
+
+    /// `np` ranks of `exe` under any MPI's `launcher` (its own options given), which
+    /// takes `-n N PROGRAM` (Open MPI's mpirun and prterun, hydra's mpiexec), in a
+    /// process group of its own.
+    pub fn launch_with(mut launcher: Command, exe: &std::path::Path, np: usize) -> MpiJob {
+        launcher
+            .process_group(0)
+            .args(["-n", &np.to_string()])
+            .arg(exe);
+        MpiJob::spawn(launcher, np)
+    }
+
+    fn spawn(mut mpirun: Command, np: usize) -> MpiJob {
+        let program = mpirun.get_program().to_string_lossy().into_owned();
+        let mut mpirun = mpirun
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("mpirun (openmpi-bin) is needed by this test");
+            .unwrap_or_else(|e| panic!("{program}: {e} (tests/run-all.sh installs the MPIs)"));
         let out = BufReader::new(mpirun.stdout.take().unwrap());
         let mut ranks = vec![0; np];
         let mut seen = 0;

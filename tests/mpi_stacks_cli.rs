@@ -1,0 +1,202 @@
+//! strata on every MPI stack a user has: Debian's Open MPI 4 and MPICH 4 (apt), Open MPI
+//! 5, MPICH 5 and Intel MPI (PyPI wheels, installed by `tests/mpi/stacks.sh` under
+//! `target/mpi-stacks/`; Intel MPI runs the program MPICH 5 built).
+//!
+//! On each, `daemon/tests/fixtures/mpi_matrix.c` hangs with rank 0 in `MPI_Recv`, rank 1
+//! in `MPI_Waitall`, rank 2 in `MPI_Barrier` and rank 3 in `MPI_Finalize`, and `strata
+//! attach --launcher-pid` (Open MPI 5's `prterun`, hydra's `mpiexec`) must give four
+//! classes, each ending at its MPI call (cut below MPI, whatever the library does inside:
+//! MPICH 5's and Intel MPI's stripped libraries jump from the entry into unnamed internals,
+//! Open MPI's `PMPI_Finalize` into `ompi_mpi_finalize`), the verdict's states naming each
+//! rank's call, and every rank free afterwards. Fortran on the stacks whose packages ship
+//! a Fortran wrapper (Debian's).
+//!
+//! A stack that is not installed fails its test, naming the command that installs it.
+
+#[path = "support/mpi.rs"]
+mod mpi;
+mod support;
+#[path = "support/target.rs"]
+mod target;
+
+use mpi::MpiJob;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use support::{parts, repo_root, strata};
+
+/// One MPI stack: how to build for it and launch on it.
+#[derive(Clone, Copy, Debug)]
+enum Stack {
+    OpenMpi4,
+    Mpich4,
+    OpenMpi5,
+    Mpich5,
+    IntelMpi,
+}
+
+impl Stack {
+    fn name(self) -> &'static str {
+        match self {
+            Stack::OpenMpi4 => "openmpi4",
+            Stack::Mpich4 => "mpich4",
+            Stack::OpenMpi5 => "openmpi5",
+            Stack::Mpich5 => "mpich5",
+            Stack::IntelMpi => "impi",
+        }
+    }
+
+    /// A program of a PyPI stack's virtual environment (`tests/mpi/stacks.sh`).
+    fn venv(stack: &str, program: &str) -> PathBuf {
+        let p = repo_root()
+            .join("target/mpi-stacks")
+            .join(stack)
+            .join("bin")
+            .join(program);
+        assert!(
+            p.exists(),
+            "{} is missing: run `bash tests/mpi/stacks.sh` (tests/run-all.sh does)",
+            p.display()
+        );
+        p
+    }
+
+    /// The compiler wrapper for `language` (`c`, `fortran`), if the stack ships one.
+    fn compiler(self, language: &str) -> Option<PathBuf> {
+        Some(match (self, language) {
+            (Stack::OpenMpi4, "c") => PathBuf::from("mpicc.openmpi"),
+            (Stack::OpenMpi4, "fortran") => PathBuf::from("mpif90.openmpi"),
+            (Stack::Mpich4, "c") => PathBuf::from("mpicc.mpich"),
+            (Stack::Mpich4, "fortran") => PathBuf::from("mpif90.mpich"),
+            (Stack::OpenMpi5, "c") => Stack::venv("openmpi5", "mpicc"),
+            // Intel MPI's runtime has no compiler: MPICH's ABI is Intel MPI's.
+            (Stack::Mpich5 | Stack::IntelMpi, "c") => Stack::venv("mpich5", "mpicc"),
+            _ => return None,
+        })
+    }
+
+    /// The launcher, ready for `-n N PROGRAM`.
+    fn launcher(self) -> Command {
+        let (mut c, args): (Command, &[&str]) = match self {
+            Stack::OpenMpi4 => (Command::new("mpirun.openmpi"), &["--oversubscribe"]),
+            Stack::Mpich4 => (Command::new("mpiexec.mpich"), &[]),
+            Stack::OpenMpi5 => (
+                Command::new(Stack::venv("openmpi5", "mpirun")),
+                &["--oversubscribe"],
+            ),
+            Stack::Mpich5 => (Command::new(Stack::venv("mpich5", "mpiexec")), &[]),
+            Stack::IntelMpi => {
+                let mut c = Command::new(Stack::venv("impi", "mpiexec"));
+                let lib = repo_root().join("target/mpi-stacks/impi/lib");
+                c.env("LD_LIBRARY_PATH", lib);
+                (c, &[])
+            }
+        };
+        c.args(args)
+            // Root may run Open MPI 5 (PRRTE) only when told so, as Open MPI 4.
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("PRTE_ALLOW_RUN_AS_ROOT", "1")
+            .env("PRTE_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_mpi_yield_when_idle", "1");
+        c
+    }
+}
+
+/// `mpi_matrix` in `language` built for `stack`.
+fn build(stack: Stack, language: &str) -> PathBuf {
+    let compiler = stack
+        .compiler(language)
+        .unwrap_or_else(|| panic!("{stack:?} has no {language} compiler"));
+    let (source, name) = match language {
+        "fortran" => ("mpi_matrix.f90", format!("mpi_matrix_f_{}", stack.name())),
+        _ => ("mpi_matrix.c", format!("mpi_matrix_{}", stack.name())),
+    };
+    target::compile_with(compiler.to_str().unwrap(), source, &name, &["-O0", "-g"])
+}
+
+/// The MPI call each rank of `mpi_matrix` is in.
+const CALLS: [&str; 4] = ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"];
+
+fn attach_and_check(stack: Stack, language: &str) {
+    let exe = build(stack, language);
+    let job = MpiJob::launch_with(stack.launcher(), &exe, 4);
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = job.mpirun.id().to_string();
+    let out = strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "5",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    let (code, text, err) = parts(&out);
+    let context = format!("{stack:?} {language}: exit {code}\n{text}\n{err}");
+    assert!(text.contains("4 of 4 ranks"), "{context}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+    let result: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("result.json")).expect("result.json"),
+    )
+    .unwrap();
+    // Four classes, each ending at an MPI entry: cut below MPI applied on every stack.
+    let classes = result["classes"].as_array().expect("classes");
+    assert_eq!(classes.len(), 4, "{context}");
+    for class in classes {
+        for path in class["paths"].as_array().unwrap() {
+            let last = path.as_array().unwrap().last().unwrap().as_str().unwrap();
+            assert!(
+                strata_filters::frame::is_mpi_entry_name(last),
+                "a class ends at {last}, not an MPI call: {context}"
+            );
+        }
+    }
+    // The verdict reads each rank's call by its C name.
+    let states = result["verdict"]["states"].as_array().expect("states");
+    for (rank, call) in CALLS.iter().enumerate() {
+        let state = states
+            .iter()
+            .find(|s| s["ranks"].as_str().and_then(|r| r.parse::<usize>().ok()) == Some(rank))
+            .unwrap_or_else(|| panic!("no state of rank {rank} alone: {context}"));
+        assert_eq!(state["state"], "in_mpi", "rank {rank}: {context}");
+        assert_eq!(state["call"]["name"], *call, "rank {rank}: {context}");
+    }
+}
+
+#[test]
+fn debian_open_mpi_4() {
+    attach_and_check(Stack::OpenMpi4, "c");
+}
+
+#[test]
+fn debian_open_mpi_4_fortran() {
+    attach_and_check(Stack::OpenMpi4, "fortran");
+}
+
+#[test]
+fn debian_mpich_4() {
+    attach_and_check(Stack::Mpich4, "c");
+}
+
+#[test]
+fn debian_mpich_4_fortran() {
+    attach_and_check(Stack::Mpich4, "fortran");
+}
+
+#[test]
+fn open_mpi_5_under_prterun() {
+    attach_and_check(Stack::OpenMpi5, "c");
+}
+
+#[test]
+fn mpich_5_stripped() {
+    attach_and_check(Stack::Mpich5, "c");
+}
+
+#[test]
+fn intel_mpi_runs_the_mpich_binary() {
+    attach_and_check(Stack::IntelMpi, "c");
+}
