@@ -166,6 +166,59 @@ fn attach_and_check(stack: Stack, language: &str) {
     }
 }
 
+/// The verdict's reads on `stack`: `tests/hangs/comm_param.c`, a ring of four whose
+/// communicator and neighbours are a function's parameters, read from the calling frame
+/// and decoded by the library's ABI (Open MPI's pointer to `ompi_mpi_comm_world`, MPICH's
+/// and Intel MPI's handle `0x44000000`): a deadlock cycle of all four.
+fn verdict_reads_a_communicator_parameter(stack: Stack) {
+    let compiler = stack.compiler("c").unwrap();
+    let exe = target::compile_with(
+        compiler.to_str().unwrap(),
+        "../../../tests/hangs/comm_param.c",
+        &format!("comm_param_{}", stack.name()),
+        &["-O0", "-g"],
+    );
+    let job = MpiJob::launch_with(stack.launcher(), &exe, 4);
+    let launcher = job.mpirun.id().to_string();
+    let out = strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "3",
+        "--json",
+        "--no-files",
+    ]);
+    let (code, text, err) = parts(&out);
+    let result: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{stack:?}: exit {code}, {e}\n{text}\n{err}"));
+    let verdict = &result["verdict"];
+    assert_eq!(verdict["kind"], "deadlock_cycle", "{stack:?}: {verdict:#}");
+    assert_eq!(verdict["ranks"], "0-3", "{stack:?}: {verdict:#}");
+    for edge in verdict["wait_for"]["edges"].as_array().unwrap() {
+        assert_eq!(
+            edge["communicator"], "MPI_COMM_WORLD",
+            "{stack:?}: {verdict:#}"
+        );
+    }
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}
+
+#[test]
+fn the_verdict_decodes_each_abi() {
+    for stack in [
+        Stack::OpenMpi4,
+        Stack::Mpich4,
+        Stack::OpenMpi5,
+        Stack::Mpich5,
+        Stack::IntelMpi,
+    ] {
+        verdict_reads_a_communicator_parameter(stack);
+    }
+}
+
 #[test]
 fn debian_open_mpi_4() {
     attach_and_check(Stack::OpenMpi4, "c");
