@@ -327,21 +327,9 @@ pub fn job_size_from_env(env: &HashMap<String, String>, source: RankSource) -> O
     }
 }
 
-/// Whether a mapped file is an MPI library: `libmpi.so*`, `libmpi_*.so*` (Open MPI's Fortran
-/// and C++ bindings, Cray's `libmpi_cray`, IBM's `libmpi_ibm`), `libmpich*.so*`,
-/// `libmpifort.so*` (MPICH, Intel MPI). Only MPI libraries proper: `libopen-pal` or
-/// `libpmix` are mapped by mpirun and orted too, which are not ranks.
-pub fn is_mpi_library(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let Some(rest) = name.strip_prefix("libmpi") else {
-        return false;
-    };
-    let known = rest.starts_with(['.', '_', '-'])
-        || ["ch", "fort", "cxx", "f08", "f90", "f77"]
-            .iter()
-            .any(|p| rest.starts_with(p));
-    known && name.contains(".so")
-}
+/// Whether a mapped file is an MPI library (one definition for discovery, the sampler and
+/// the views: [`strata_filters::frame::is_mpi_library`]).
+pub use strata_filters::frame::is_mpi_library;
 
 fn maps_mpi(pid: Pid) -> bool {
     procfs::maps(pid)

@@ -240,15 +240,22 @@ pub fn is_mpi_entry_name(name: &str) -> bool {
     rest[0].is_ascii_alphabetic() && rest.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
 }
 
-/// Whether a binary is an MPI library, by its file name: Open MPI's `libmpi.so.40` and its
-/// Fortran and C++ bindings (`libmpi_mpifh`, `libmpi_usempif08`, `libmpi_cxx`), MPICH's
-/// `libmpich.so.12` (Debian) or `libmpi.so.12`, `libmpifort`, Intel MPI's `libmpi.so.12`,
-/// the standard ABI's `libmpi_abi`. Its frames are the MPI library's, whatever their names.
+/// Whether a binary is an MPI library, by its file name: `libmpi.so*`, `libmpi_*.so*`
+/// (Open MPI's Fortran and C++ bindings, Cray's `libmpi_cray`, IBM's `libmpi_ibm`),
+/// `libmpich*.so*`, `libmpifort.so*` (MPICH, Intel MPI). Its frames are MPI's whatever
+/// their names, and a process that maps one is a rank (discovery). Only MPI libraries
+/// proper: `libopen-pal` or `libpmix` are mapped by mpirun and orted too, which are not
+/// ranks.
 pub fn is_mpi_library(path: &str) -> bool {
-    let base = path.rsplit('/').next().unwrap_or(path);
-    ["libmpi.so", "libmpi_", "libmpich", "libmpifort", "libpmpi"]
-        .iter()
-        .any(|prefix| base.starts_with(prefix))
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some(rest) = name.strip_prefix("libmpi") else {
+        return false;
+    };
+    let known = rest.starts_with(['.', '_', '-'])
+        || ["ch", "fort", "cxx", "f08", "f90", "f77"]
+            .iter()
+            .any(|p| rest.starts_with(p));
+    known && name.contains(".so")
 }
 
 /// Index of a frame in a [`FrameTable`].
