@@ -202,8 +202,8 @@ fn bad_targets_get_one_line_and_an_exit_code() {
     let _ = launcher.wait();
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("no rank process"), "{err}");
-    let (code, _, err) = parts(&strata(&["attach", "--no-files"]));
-    assert_eq!(code, 2, "neither --pids nor --launcher-pid: {err}");
+    // (No target at all is `without_a_target_the_one_local_job_is_attached`'s, in a PID
+    // namespace: here it would attach to another test's job.)
     let (code, _, err) = parts(&strata(&["attach", "--pids", "1", "--interval", "soon"]));
     assert_eq!(code, 2, "{err}");
 }
@@ -332,4 +332,71 @@ fn two_d_tree_with_threads_holds_only_the_latest_sample() {
     let (_, out, _) = attach_pids(&pid, 10, &["--threads"]);
     assert!(!out.contains("[task exited]"), "{out}");
     assert_free(t.pid());
+}
+
+/// `strata attach` with no target, inside a PID namespace of its own (so that no other
+/// test's job is in sight): no MPI job says so (exit 5); one is attached through its
+/// launcher; two are listed with their launcher pids (exit 2).
+#[test]
+fn without_a_target_the_one_local_job_is_attached() {
+    let exe = target::compile_with("mpicc", "mpi_matrix.c", "mpi_matrix_auto", &["-O0", "-g"]);
+    let script = format!(
+        r#"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+attach() {{ "{strata}" attach -n 2 --no-files > "$1.out" 2> "$1.err"; echo "$1 exit $?"; }}
+job() {{
+    mpirun --oversubscribe -np 4 "{exe}" > "$1.ranks" 2>&1 &
+    echo "$1 launcher $!"
+    for _ in $(seq 300); do [ "$(grep -c '^rank' "$1.ranks")" -ge 4 ] && return; sleep 0.1; done
+    echo "$1 did not start"
+}}
+cd "$(mktemp -d)"
+attach none
+job first
+attach one
+cat one.out one.err
+job second
+attach several
+cat several.err
+"#,
+        strata = support::strata_bin().display(),
+        exe = exe.display()
+    );
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
+        .output()
+        .expect("unshare (util-linux) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}' in:\n{text}"))
+            .to_string()
+    };
+    assert_eq!(line("none exit"), "none exit 5", "{text}");
+    assert_eq!(line("one exit"), "one exit 0", "{text}");
+    let first = line("first launcher")
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let second = line("second launcher")
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("4 of 4 ranks"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "attaching to the one MPI job of yours on this host: 4 ranks under {first}"
+        )),
+        "{text}"
+    );
+    assert_eq!(line("several exit"), "several exit 2", "{text}");
+    for launcher in [&first, &second] {
+        assert!(
+            text.contains(&format!("--launcher-pid {launcher}")),
+            "{launcher}: {text}"
+        );
+    }
 }

@@ -79,10 +79,12 @@ pub enum ResourceManager {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["job", "pids", "launcher_pid"])))]
+#[command(group(clap::ArgGroup::new("target").args(["job", "pids", "launcher_pid"])))]
 pub struct AttachArgs {
     /// The resource manager's job id (Slurm: `1234`, or `1234.0` for one step): strata
-    /// starts a daemon on each of the job's nodes.
+    /// starts a daemon on each of the job's nodes. With no job id, --pids or
+    /// --launcher-pid: the one MPI job of yours on this host (several are listed, exit 2;
+    /// none is exit 5).
     #[arg(value_name = "JOBID")]
     pub job: Option<String>,
     /// The step to sample (default: the whole job when it has one step, else the step with

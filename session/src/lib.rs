@@ -20,6 +20,7 @@
 pub mod assemble;
 pub mod error;
 pub mod gather;
+pub mod local_jobs;
 pub mod place;
 pub mod request;
 pub mod root;

@@ -24,9 +24,50 @@ use strata_session::place::{job_info, where_to_attach};
 use strata_session::request::{AttachRequest, JobTarget, TreeShape};
 use strata_session::root::Outcome;
 
-pub fn run(args: AttachArgs) -> Result<Exit, Failure> {
+pub fn run(mut args: AttachArgs) -> Result<Exit, Failure> {
+    if args.job.is_none() && args.launcher_pid.is_none() && args.pids.is_empty() {
+        args.launcher_pid = Some(the_one_local_job()?);
+    }
     let (req, shown) = request(args);
     run_request(req, shown, None)
+}
+
+/// `strata attach` without a target: the MPI job of this user on this host, when there is
+/// exactly one; else the jobs are listed and the user picks one (exit 2), or there is none
+/// (exit 5).
+fn the_one_local_job() -> Result<i32, Failure> {
+    let jobs = strata_session::local_jobs::local_jobs(nix::unistd::geteuid().as_raw());
+    match jobs.as_slice() {
+        [] => Err(Failure::new(
+            Exit::NotFound,
+            "no MPI job of yours on this host: give a Slurm job id, --launcher-pid PID or \
+             --pids PID,...",
+        )),
+        [one] => {
+            eprintln!(
+                "strata: attaching to the one MPI job of yours on this host: {} ranks under \
+                 {} ({})",
+                one.ranks, one.launcher, one.command
+            );
+            Ok(one.launcher)
+        }
+        several => {
+            eprintln!(
+                "strata: {} MPI jobs of yours run on this host:",
+                several.len()
+            );
+            for job in several {
+                eprintln!(
+                    "  --launcher-pid {:<8} {} ranks  {}",
+                    job.launcher, job.ranks, job.command
+                );
+            }
+            Err(Failure::new(
+                Exit::BadInput,
+                "several MPI jobs: pick one with --launcher-pid PID (listed above)",
+            ))
+        }
+    }
 }
 
 /// The job's side of `strata attach`'s options: what to attach to and how to sample.
