@@ -522,11 +522,12 @@ impl Sampler {
         callee: &SharedFrames,
         caller: &crate::unwind::UnwoundFrame,
     ) -> Option<Arc<Frame>> {
-        let module = callee.last()?.code()?.module.clone()?;
-        if caller.kind != FrameKind::Call
-            || !is_mpi_library(&module.path)
-            || callee.iter().any(|f| f.is_mpi_entry())
-        {
+        // Checked at every frame of every sample: borrow, clone only to build the frame.
+        if caller.kind != FrameKind::Call {
+            return None;
+        }
+        let module = callee.last()?.code()?.module.as_ref()?;
+        if !is_mpi_library(&module.path) || callee.iter().any(|f| f.is_mpi_entry()) {
             return None;
         }
         let m = space.find(caller.lookup_pc)?;
@@ -545,7 +546,7 @@ impl Sampler {
             .map(|name| {
                 Arc::new(Frame::Code(CodeFrame {
                     function: Some(name.to_string()),
-                    module: Some(module),
+                    module: Some(module.clone()),
                     inlined: true,
                     ..CodeFrame::default()
                 }))

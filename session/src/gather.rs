@@ -59,6 +59,45 @@ pub fn requests(req: &AttachRequest, place: &Place) -> (Setup, Sample) {
     (setup, sample)
 }
 
+/// The variables the analyses of a result need read in its ranks, decided from its
+/// samples: `asked` (`--var`) first, then the loop-order variables of the loops the ranks
+/// are in (`with_loops`, for the progress order), then the variables in the arguments of
+/// the MPI calls the ranks are blocked in (for the verdict's wait-for graph).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AnalysisRequests {
+    pub all: Vec<VariableRequest>,
+    /// Those only the verdict asked for: kept in the result, not listed in its report
+    /// ([`strata_result::StrataResult::mark_verdict_reads`]).
+    pub verdict_only: Vec<VariableRequest>,
+}
+
+/// See [`AnalysisRequests`].
+pub fn analysis_requests(
+    result: &strata_result::StrataResult,
+    sources: &mut SourceIndex,
+    asked: Vec<VariableRequest>,
+    with_loops: bool,
+) -> AnalysisRequests {
+    let mut wanted = AnalysisRequests {
+        all: asked,
+        verdict_only: Vec::new(),
+    };
+    if with_loops {
+        for r in order::loop_requests(result, sources) {
+            if !wanted.all.contains(&r) {
+                wanted.all.push(r);
+            }
+        }
+    }
+    for r in strata_verdict::Verdict::requests(result, sources) {
+        if !wanted.all.contains(&r) {
+            wanted.verdict_only.push(r.clone());
+            wanted.all.push(r);
+        }
+    }
+    wanted
+}
+
 /// Opens a session that stays up (`attach -i`, `strata watch`): the tree started and
 /// joined, discovery problems reported once; `None` when a signal came first (everything
 /// detached already).
@@ -93,25 +132,14 @@ pub fn tree(
     // they are decided here.
     let mut verdict_only = Vec::new();
     let mut pick = |rank_map: &SetupReply, sampled: &Merged| {
-        let mut requests = fixed.clone();
-        if let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) {
-            let mut sources = SourceIndex::new(source_dirs.clone());
-            if with_loops {
-                for r in order::loop_requests(&a.result, &mut sources) {
-                    if !requests.contains(&r) {
-                        requests.push(r);
-                    }
-                }
-            }
-            for r in strata_verdict::Verdict::requests(&a.result, &mut sources) {
-                if !requests.contains(&r) {
-                    verdict_only.push(r.clone());
-                    requests.push(r);
-                }
-            }
-            *early = Some(a);
-        }
-        requests
+        let Ok(a) = assemble(JobInfo::default(), rank_map, sampled, &sample) else {
+            return fixed.clone();
+        };
+        let mut sources = SourceIndex::new(source_dirs.clone());
+        let wanted = analysis_requests(&a.result, &mut sources, fixed.clone(), with_loops);
+        verdict_only = wanted.verdict_only;
+        *early = Some(a);
+        wanted.all
     };
     let (plan, mut launcher, key) = tree_plan(setup, sample.clone(), req, place, progress)?;
     let runtime = runtime()?;

@@ -458,23 +458,19 @@ impl Watch<'_> {
         let mut result =
             strata_session::assemble::assemble(job.clone(), &session.rank_map, &sampled, sample)?
                 .result;
-        // The loop counters the report's progress order needs, read as attach --progress
-        // reads them: who is behind inside the time-step loop.
-        // And the variables the verdict's wait-for graph needs: the peers and communicators
-        // of the calls the ranks are blocked in.
+        // What the report's analyses need, read as attach --progress reads it: the loop
+        // counters of the progress order (who is behind inside the time-step loop) and the
+        // peers and communicators of the verdict's wait-for graph.
         let mut sources = strata_progress::source::SourceIndex::new(Vec::new());
-        let mut requests = strata_progress::order::loop_requests(&result, &mut sources);
-        for r in strata_verdict::Verdict::requests(&result, &mut sources) {
-            if !requests.contains(&r) {
-                requests.push(r);
-            }
-        }
-        if !requests.is_empty() {
+        let wanted =
+            strata_session::gather::analysis_requests(&result, &mut sources, Vec::new(), true);
+        if !wanted.all.is_empty() {
             let reply = session
-                .read_variables(Vec::new(), requests.clone())
+                .read_variables(Vec::new(), wanted.all.clone())
                 .await
                 .ok_or_else(interrupted)?;
-            result.set_variables(&requests, &reply);
+            result.set_variables(&wanted.all, &reply);
+            result.mark_verdict_reads(&wanted.verdict_only);
         }
         Ok(result)
     }
