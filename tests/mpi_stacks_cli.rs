@@ -149,7 +149,7 @@ fn attach_and_check(stack: Stack, language: &str) {
         for path in class["paths"].as_array().unwrap() {
             let last = path.as_array().unwrap().last().unwrap().as_str().unwrap();
             assert!(
-                strata_filters::frame::is_mpi_entry_name(last),
+                strata_filters::mpi::is_mpi_entry_name(last),
                 "a class ends at {last}, not an MPI call: {context}"
             );
         }

@@ -349,13 +349,13 @@ fn the_terminal_ui_orders_by_progress_and_walks_to_the_least_progressed() {
         dir = dir.path().display()
     );
     let t = tmux::Tmux::start(&command, 120, 30, dir.path());
-    t.wait_text("PMPI_Allreduce", Duration::from_secs(30));
+    t.wait_text("MPI_Allreduce", Duration::from_secs(30));
     t.keys(&["p"]);
     let screen = t.wait_text("Least progressed: T1", Duration::from_secs(20));
     assert!(screen.contains("stall_here@[T1]"), "{screen}");
     // Least progressed first: the T1 branch is drawn above the T2 branch.
     let t1 = screen.find("stall_here@[T1]").unwrap();
-    let t2 = screen.find("PMPI_Allreduce@[T2]").expect("T2 labelled");
+    let t2 = screen.find("MPI_Allreduce@[T2]").expect("T2 labelled");
     assert!(t1 < t2, "{screen}");
     t.keys(&["P"]);
     let screen = t.wait_text("T1 before T2", Duration::from_secs(20));
@@ -564,7 +564,7 @@ fn the_live_ui_reads_loop_counters_for_the_progress_order() {
         dir = dir.path().display()
     );
     let t = tmux::Tmux::start(&command, 120, 30, dir.path());
-    t.wait_text("PMPI_Recv", Duration::from_secs(60));
+    t.wait_text("MPI_Recv", Duration::from_secs(60));
     t.keys(&["p"]);
     let screen = t.wait_text(
         "Least progressed: T1 (6 ranks [0,3-7])",

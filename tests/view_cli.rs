@@ -21,7 +21,7 @@ fn view_prints_the_three_ring_classes() {
     for label in ["1:[1]", "1:[2]", "6:[0,3-7]", "8:[0-7]"] {
         assert!(out.contains(label), "missing {label} in\n{out}");
     }
-    assert!(out.contains("PMPI_Barrier") && out.contains("PMPI_Waitall") && out.contains("sleep"));
+    assert!(out.contains("MPI_Barrier") && out.contains("MPI_Waitall") && out.contains("sleep"));
     // Cut below MPI by default: no progress-engine frames.
     assert!(!out.contains("opal_progress"), "{out}");
     assert!(!out.contains('\x1b'), "NO_COLOR must turn colours off");
@@ -85,7 +85,50 @@ fn view_formats_parse() {
     assert!(out.contains("bv=\"[0,3-7]\""), "{out}");
     let (code, out, _) = parts(&strata(&["view", &example(), "--format", "folded"]));
     assert_eq!(code, 0);
-    assert!(out.lines().any(|l| l.ends_with("PMPI_Barrier 6")), "{out}");
+    assert!(out.lines().any(|l| l.ends_with("MPI_Barrier 6")), "{out}");
+}
+
+/// The ring's library names its frames `PMPI_Barrier @ pbarrier.c:74`: the views show the
+/// call the program made, `MPI_Barrier`, at every granularity but module, without the
+/// library's line; `--full-stacks` shows the frames as sampled.
+#[test]
+fn views_name_mpi_calls_by_their_c_name() {
+    for granularity in ["function", "line"] {
+        let (code, out, _) = parts(&strata(&["view", &example(), "-g", granularity]));
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("6:[0,3-7]  MPI_Barrier\n"),
+            "{granularity}:\n{out}"
+        );
+        assert!(!out.contains("PMPI_"), "{granularity}:\n{out}");
+    }
+    let (code, out, _) = parts(&strata(&[
+        "view",
+        &example(),
+        "--full-stacks",
+        "-g",
+        "line",
+    ]));
+    assert_eq!(code, 0);
+    assert!(out.contains("PMPI_Barrier @ pbarrier.c:74"), "{out}");
+    assert!(!out.contains("  MPI_Barrier"), "{out}");
+    // Cut or not, the call keeps its name; module granularity shows addresses.
+    let (_, out, _) = parts(&strata(&["view", &example(), "--no-cut"]));
+    assert!(
+        out.contains("MPI_Barrier") && !out.contains("PMPI_"),
+        "{out}"
+    );
+    let (_, out, _) = parts(&strata(&[
+        "view",
+        &example(),
+        "-g",
+        "module",
+        "--no-verdict",
+    ]));
+    assert!(
+        out.contains("libmpi.so.40.30.5+0x7c1e9") && !out.contains("MPI_Barrier"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -141,7 +141,7 @@ fn print_and_formats_print_on_a_terminal_too() {
         let text = pty.wait_for("end-of-run");
         assert!(!text.contains(ALT_SCREEN_ON), "{args}: {text:?}");
         assert!(text.contains("exit=0"), "{args}: {text:?}");
-        assert!(text.contains("PMPI_Barrier"), "{args}: {text:?}");
+        assert!(text.contains("MPI_Barrier"), "{args}: {text:?}");
     }
 }
 

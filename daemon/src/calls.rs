@@ -2,9 +2,11 @@
 //! how an MPI call is named when the library's own frames say nothing.
 //!
 //! A stripped MPI library (MPICH 5's and Intel MPI's wheels) often reaches its work by a
-//! tail jump from the exported entry (`PMPI_Waitall` jumps into an internal function), and
-//! Open MPI's `PMPI_Finalize` jumps to `ompi_mpi_finalize`: the entry has no frame of its
-//! own, and the frame below the program's is an unnamed or internal one. But the program
+//! tail jump from the exported entry (`PMPI_Waitall` jumps into an internal function): the
+//! entry has no frame of its own, and the frame below the program's is an unnamed or
+//! internal one. (A known internal that names its call, such as Open MPI's
+//! `ompi_mpi_finalize`, which `PMPI_Finalize` jumps to, needs nothing here:
+//! `strata_filters::mpi` reads it as `MPI_Finalize`.) But the program
 //! called the entry by name, through its PLT or GOT, and the relocation that binds the GOT
 //! slot names the symbol. [`called_symbol`] decodes the call instruction before a return
 //! address and follows it:

@@ -328,8 +328,8 @@ pub fn job_size_from_env(env: &HashMap<String, String>, source: RankSource) -> O
 }
 
 /// Whether a mapped file is an MPI library (one definition for discovery, the sampler and
-/// the views: [`strata_filters::frame::is_mpi_library`]).
-pub use strata_filters::frame::is_mpi_library;
+/// the views: [`strata_filters::mpi::is_mpi_library`]).
+pub use strata_filters::mpi::is_mpi_library;
 
 fn maps_mpi(pid: Pid) -> bool {
     procfs::maps(pid)

@@ -615,7 +615,7 @@ fn is_fortran_mpi_call(name: &str) -> bool {
     name.starts_with("mpi_")
         && name.ends_with('_')
         && !name.ends_with("__")
-        && strata_filters::frame::is_mpi_entry_name(name)
+        && strata_filters::mpi::is_mpi_entry_name(name)
         && !name.bytes().any(|b| b.is_ascii_uppercase())
 }
 

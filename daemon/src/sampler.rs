@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use strata_filters::frame::{is_mpi_entry_name, is_mpi_library};
+use strata_filters::mpi::{is_mpi_entry_name, is_mpi_library};
 use strata_filters::{CodeFrame, Frame, FrameId, Module, PrefixTree, Special, TaskRuns};
 
 use crate::capture::{CaptureError, CaptureOptions, Capturer, TaskCapture, ThreadError};
@@ -512,8 +512,7 @@ impl Sampler {
 
     /// The MPI call a program made, as a frame of its own, when the MPI library's frames
     /// below the call (`callee`, innermost first) do not name it: a stripped library's
-    /// entry that jumped into unnamed internals, Open MPI's `PMPI_Finalize` that jumped to
-    /// `ompi_mpi_finalize`. Named by the symbol the caller's call instruction is bound to
+    /// entry that jumped into unnamed internals. Named by the symbol the caller's call instruction is bound to
     /// ([`crate::calls`]); marked inlined: a call without a frame of its own. `None` when
     /// the frames name the call already, or the caller is not the program's.
     fn recovered_call(

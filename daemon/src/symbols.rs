@@ -43,7 +43,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use strata_filters::frame::is_mpi_entry_name;
+use strata_filters::mpi::is_mpi_entry_name;
 
 use object::{Object, ObjectSection};
 

@@ -4,6 +4,7 @@
 //! source file and line, inline marker), so that the function, line and module
 //! granularities are projections of one sampled tree and never need a re-sample.
 
+use crate::mpi::{MpiCall, call_named, is_c_binding_name, is_call_name, is_mpi_library};
 use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -180,14 +181,15 @@ impl Frame {
         }
     }
 
-    /// True for the first frame of an MPI call: `MPI_X`, `PMPI_X` and the Fortran bindings
-    /// `mpi_x_`, `pmpi_x_` (any case). Library internals (`MPIR_`, `ompi_`, `opal_`) are not
-    /// entries: they are what "cut below MPI" removes.
+    /// True for a frame of an MPI call: an MPI function as [`crate::mpi::call_named`] reads
+    /// its name (`MPI_Recv`, `PMPI_Recv`, `mpi_recv_`, `ompi_recv_f`, Open MPI's tail-called
+    /// `ompi_mpi_finalize`). Library internals (`MPIR_`, `opal_progress`) are not entries:
+    /// they are what "cut below MPI" removes.
     ///
     /// The name is not enough: a Fortran program called `mpi_matrix` is not an MPI call.
-    /// The frame must be in an MPI library ([`is_mpi_library`]), or, in another binary (an
-    /// MPI linked statically, a tool's PMPI wrapper), bear a C binding's name
-    /// ([`is_c_binding_name`]); a frame without a module is judged by its name.
+    /// The frame must be in an MPI library ([`crate::mpi::is_mpi_library`]), or, in another
+    /// binary (an MPI linked statically, a tool's PMPI wrapper), bear a C binding's name
+    /// ([`crate::mpi::is_c_binding_name`]); a frame without a module is judged by its name.
     pub fn is_mpi_entry(&self) -> bool {
         self.code().is_some_and(CodeFrame::is_mpi_entry)
     }
@@ -196,10 +198,20 @@ impl Frame {
 impl CodeFrame {
     /// See [`Frame::is_mpi_entry`].
     pub fn is_mpi_entry(&self) -> bool {
-        let Some(name) = self.function.as_deref() else {
-            return false;
-        };
-        is_mpi_entry_name(name) && self.may_be_mpi(name)
+        // Asked of every node of every view: decided without building the call's name.
+        self.function
+            .as_deref()
+            .is_some_and(|name| is_call_name(name) && self.may_be_mpi(name))
+    }
+
+    /// The MPI call this frame is an entry of ([`Frame::is_mpi_entry`]), named by its C
+    /// binding whatever the frame spells.
+    pub fn mpi_call(&self) -> Option<MpiCall> {
+        let name = self.function.as_deref()?;
+        if !self.may_be_mpi(name) {
+            return None;
+        }
+        call_named(name)
     }
 
     /// Whether a frame named `name` (an MPI name) can be MPI's, by its binary: see
@@ -212,50 +224,10 @@ impl CodeFrame {
     }
 }
 
-/// `MPI_Recv`, `PMPI_Allreduce`: the C bindings' names (the prefix in capitals, then a
-/// capital letter), which no Fortran compiler produces from a lower-case name.
-pub fn is_c_binding_name(name: &str) -> bool {
-    let rest = name
-        .strip_prefix("MPI_")
-        .or_else(|| name.strip_prefix("PMPI_"));
-    rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()))
-}
-
 impl fmt::Display for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
     }
-}
-
-/// See [`Frame::is_mpi_entry`].
-pub fn is_mpi_entry_name(name: &str) -> bool {
-    let lower = name.as_bytes();
-    let rest = if lower.len() > 4 && lower[..4].eq_ignore_ascii_case(b"mpi_") {
-        &lower[4..]
-    } else if lower.len() > 5 && lower[..5].eq_ignore_ascii_case(b"pmpi_") {
-        &lower[5..]
-    } else {
-        return false;
-    };
-    rest[0].is_ascii_alphabetic() && rest.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
-}
-
-/// Whether a binary is an MPI library, by its file name: `libmpi.so*`, `libmpi_*.so*`
-/// (Open MPI's Fortran and C++ bindings, Cray's `libmpi_cray`, IBM's `libmpi_ibm`),
-/// `libmpich*.so*`, `libmpifort.so*` (MPICH, Intel MPI). Its frames are MPI's whatever
-/// their names, and a process that maps one is a rank (discovery). Only MPI libraries
-/// proper: `libopen-pal` or `libpmix` are mapped by mpirun and orted too, which are not
-/// ranks.
-pub fn is_mpi_library(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let Some(rest) = name.strip_prefix("libmpi") else {
-        return false;
-    };
-    let known = rest.starts_with(['.', '_', '-'])
-        || ["ch", "fort", "cxx", "f08", "f90", "f77"]
-            .iter()
-            .any(|p| rest.starts_with(p));
-    known && name.contains(".so")
 }
 
 /// Index of a frame in a [`FrameTable`].
@@ -353,51 +325,7 @@ mod tests {
         assert!(frame("mpi_recv_", None).is_mpi_entry());
     }
 
-    #[test]
-    fn mpi_libraries_are_known_by_their_file_names() {
-        for path in [
-            "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
-            "/opt/venv/lib/libmpi.so.12",
-            "/usr/lib/x86_64-linux-gnu/libmpich.so.12.3.0",
-            "/usr/lib/libmpi_mpifh.so.40",
-            "/opt/intel/lib/libmpifort.so.12",
-            "libmpi_abi.so.0",
-        ] {
-            assert!(is_mpi_library(path), "{path}");
-        }
-        for path in [
-            "/usr/lib/libc.so.6",
-            "/usr/lib/libmpfr.so.6",
-            "/opt/libmpix.so",
-        ] {
-            assert!(!is_mpi_library(path), "{path}");
-        }
-    }
-
     use super::*;
-
-    #[test]
-    fn mpi_entries_in_c_and_fortran() {
-        for yes in [
-            "MPI_Barrier",
-            "PMPI_Waitall",
-            "mpi_barrier_",
-            "pmpi_allreduce__",
-            "MPI_BARRIER",
-        ] {
-            assert!(is_mpi_entry_name(yes), "{yes}");
-        }
-        for no in [
-            "MPIR_Barrier_impl",
-            "ompi_barrier_f",
-            "opal_progress",
-            "MPI_",
-            "mpi",
-            "main",
-        ] {
-            assert!(!is_mpi_entry_name(no), "{no}");
-        }
-    }
 
     #[test]
     fn names_fall_back_to_module_offset() {

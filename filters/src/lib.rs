@@ -2,6 +2,7 @@
 //!
 //! * [`taskset`]: subtree-scoped task runs and rank-order bitmaps.
 //! * [`frame`]: frames and their interning table.
+//! * [`mpi`]: what is MPI in a stack: its libraries, its entry frames, a call's C name.
 //! * [`tree`]: the call-graph prefix tree (2D and 3D).
 //! * [`merge`]: the concatenating merge a commnode applies to its children.
 //! * [`remap`](mod@remap): the one remap to MPI rank order at the root.
@@ -19,6 +20,7 @@ pub mod classes;
 pub mod dense;
 pub mod frame;
 pub mod merge;
+pub mod mpi;
 pub mod remap;
 pub mod start_up;
 pub mod synth;

@@ -102,6 +102,12 @@ pub struct ViewOptions {
     /// Hide the start-up frames at the top of each path (`_start`, `start_thread`, Rust's
     /// `lang_start`), never a path's last frame.
     pub hide_start_up: bool,
+    /// Show each MPI call by its C name ([`mpi_call_frame`]): `MPI_Recv` whether the
+    /// library's frame says `PMPI_Recv`, `mpi_recv_` or `ompi_recv_f`, or the call was
+    /// recovered from the caller, without the library's own line or offset, so that ranks
+    /// in one call from one call site are one class whatever the library does inside. Not
+    /// in [`Granularity::Module`], which shows code addresses as sampled.
+    pub mpi_call_names: bool,
 }
 
 impl Default for ViewOptions {
@@ -110,20 +116,48 @@ impl Default for ViewOptions {
             granularity: Granularity::Function,
             cut_below_mpi: true,
             hide_start_up: true,
+            mpi_call_names: true,
         }
     }
 }
 
 impl ViewOptions {
-    /// Every frame as sampled, in this granularity: nothing cut, nothing hidden (what
-    /// `--full-stacks` shows).
+    /// Every frame as sampled, in this granularity: nothing cut, nothing hidden, nothing
+    /// renamed (what `--full-stacks` shows).
     pub fn full(granularity: Granularity) -> ViewOptions {
         ViewOptions {
             granularity,
             cut_below_mpi: false,
             hide_start_up: false,
+            mpi_call_names: false,
         }
     }
+
+    /// The frame that stands for `frame` in this view: its projection to the granularity,
+    /// or the MPI call it is an entry of ([`ViewOptions::mpi_call_names`]).
+    pub fn project(&self, frame: &Frame) -> Frame {
+        if self.mpi_call_names
+            && self.granularity != Granularity::Module
+            && let Some(call) = mpi_call_frame(frame)
+        {
+            return call;
+        }
+        self.granularity.project(frame)
+    }
+}
+
+/// The frame an MPI entry frame stands for in a view: the call's C name in the entry's
+/// library (`MPI_Recv` in `libmpi.so.40` for `PMPI_Recv`, `mpi_recv_` or a recovered
+/// `MPI_Recv [called]`), with no line, offset or inline marker: what the library does
+/// inside is not the program's. `None` when `frame` is no MPI entry.
+pub fn mpi_call_frame(frame: &Frame) -> Option<Frame> {
+    let c = frame.code()?;
+    let call = c.mpi_call()?;
+    Some(Frame::Code(CodeFrame {
+        function: Some(call.name),
+        module: c.module.clone(),
+        ..CodeFrame::default()
+    }))
 }
 
 /// Derives the view `opts` of `tree` (see the module docs).
@@ -145,7 +179,7 @@ pub fn view_with_cut<S: TaskSet>(
     let mut project = |out: &mut PrefixTree<S>, f: FrameId| {
         *frame_map
             .entry(f)
-            .or_insert_with(|| out.intern(&opts.granularity.project(tree.frame(f))))
+            .or_insert_with(|| out.intern(&opts.project(tree.frame(f))))
     };
     // Per source node: its image in `out` (None when it lies below a cut), whether its
     // children are cut away, and how its path so far is hidden.

@@ -18,7 +18,7 @@ struct Job {
 }
 
 /// Frame names, start-up frames among them (the view hides those at the top of a path).
-const ALPHABET: [&str; 10] = [
+const ALPHABET: [&str; 11] = [
     "main",
     "_start",
     "start_thread",
@@ -29,6 +29,7 @@ const ALPHABET: [&str; 10] = [
     "PMPI_Waitall",
     "compute",
     "mpi_recv_",
+    "MPI_Barrier",
 ];
 
 fn path_strategy() -> impl Strategy<Value = Vec<Frame>> {
@@ -159,11 +160,13 @@ proptest! {
     /// Views commute with merging and with the remap.
     #[test]
     fn views_commute_with_merge((job, groups, order, _f) in job_and_placement(),
-                                gran in 0usize..3, cut in any::<bool>(), hide in any::<bool>()) {
+                                gran in 0usize..3, cut in any::<bool>(), hide in any::<bool>(),
+                                names in any::<bool>()) {
         let opts = ViewOptions {
             granularity: Granularity::ALL[gran],
             cut_below_mpi: cut,
             hide_start_up: hide,
+            mpi_call_names: names,
         };
         let n = job.traces.len() as u32;
         let daemons: Vec<PrefixTree<TaskRuns>> = order.iter().map(|&g| daemon_tree(&job, &groups[g])).collect();

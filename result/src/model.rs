@@ -241,6 +241,10 @@ struct ViewFile {
     tree: String,
     granularity: String,
     cut_below_mpi: bool,
+    /// Whether MPI entries are named by their C call (`ViewOptions::mpi_call_names`);
+    /// the file's classes keep the frames' own names.
+    #[serde(default)]
+    mpi_call_names: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -298,6 +302,11 @@ struct FrameFile {
     line: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     inlined: bool,
+    /// The MPI call an MPI entry frame is in, by its C name (`MPI_Recv` for `PMPI_Recv`,
+    /// `mpi_recv_`, ...): what views show. Derived from the other fields, so written and
+    /// never read back.
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    mpi_call: Option<String>,
 }
 
 fn frame_to_file(f: &Frame) -> FrameFile {
@@ -315,6 +324,7 @@ fn frame_to_file(f: &Frame) -> FrameFile {
             file: c.file.clone(),
             line: c.line,
             inlined: c.inlined,
+            mpi_call: c.mpi_call().map(|call| call.name),
         },
     }
 }
@@ -441,6 +451,7 @@ fn view_file(opts: ViewOptions, kind: TreeKind) -> ViewFile {
         tree: kind.as_str().to_string(),
         granularity: opts.granularity.as_str().to_string(),
         cut_below_mpi: opts.cut_below_mpi,
+        mpi_call_names: opts.mpi_call_names,
     }
 }
 
@@ -462,9 +473,11 @@ impl StrataResult {
     /// The result as pretty JSON, with the fields an analysis adds (the verdict's object):
     /// they follow the file's own fields, which they never replace.
     pub fn to_json_with(&self, annotation: Option<&dyn crate::annotation::Annotation>) -> String {
-        // The file's classes keep every frame, as its trees do.
+        // The file's classes keep every frame, as its trees do, by the frames' own names
+        // (each MPI entry frame says its call in `mpi_call`).
         let opts = ViewOptions {
             hide_start_up: false,
+            mpi_call_names: false,
             ..ViewOptions::default()
         };
         let v = view(&self.tree_3d, opts);

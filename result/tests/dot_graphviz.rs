@@ -139,7 +139,7 @@ fn graphviz_reads_million_task_dot() {
     );
     let svg_text = std::fs::read_to_string(dir.path().join("million.svg")).unwrap();
     assert!(
-        svg_text.contains("PMPI_Barrier") && svg_text.contains("524288:["),
+        svg_text.contains("MPI_Barrier") && svg_text.contains("524288:["),
         "labels drawn"
     );
 

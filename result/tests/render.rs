@@ -140,6 +140,7 @@ fn ring_text() {
         granularity: Granularity::Line,
         cut_below_mpi: false,
         hide_start_up: false,
+        mpi_call_names: false,
     };
     insta::assert_snapshot!(
         "ring_text_line_uncut_2d",

@@ -281,15 +281,15 @@ fn arrows_and_vi_keys_move_collapse_and_expand() {
     press(&mut app, "l");
     assert_eq!(
         selected(&app),
-        "PMPI_Barrier",
+        "MPI_Barrier",
         "l on an expanded node: first child"
     );
     press(&mut app, "<End>");
-    assert_eq!(selected(&app), "PMPI_Waitall");
+    assert_eq!(selected(&app), "MPI_Waitall");
     press(&mut app, "<Home><PgDn>");
     assert_eq!(
         selected(&app),
-        "PMPI_Waitall",
+        "MPI_Waitall",
         "a page down stops at the last line"
     );
     press(&mut app, "<PgUp>");
@@ -427,7 +427,7 @@ fn search_finds_frames_in_any_case_and_n_walks_the_matches() {
 fn ranks_and_hosts_are_found_where_their_ranks_end() {
     let mut app = ring_app();
     press(&mut app, "#2<Enter>");
-    assert_eq!(selected(&app), "PMPI_Waitall");
+    assert_eq!(selected(&app), "MPI_Waitall");
     press(&mut app, "#9<Enter>");
     assert!(
         is_error(&app) && message(&app).contains("ranks 0-7"),
@@ -441,9 +441,9 @@ fn ranks_and_hosts_are_found_where_their_ranks_end() {
     let hits: Vec<String> = app.hits().iter().map(|&n| app.display().text(n)).collect();
     assert_eq!(
         hits,
-        ["PMPI_Barrier", "__GI___clock_nanosleep", "PMPI_Waitall"]
+        ["MPI_Barrier", "__GI___clock_nanosleep", "MPI_Waitall"]
     );
-    assert_eq!(selected(&app), "PMPI_Barrier");
+    assert_eq!(selected(&app), "MPI_Barrier");
     press(&mut app, "@node2.cluster.example<Enter>");
     assert_eq!(
         app.hits().len(),
@@ -470,25 +470,25 @@ fn tab_visits_the_classes_smallest_first() {
         message(&app)
     );
     press(&mut app, "<Tab>");
-    assert_eq!(selected(&app), "PMPI_Waitall");
+    assert_eq!(selected(&app), "MPI_Waitall");
     press(&mut app, "<Tab>");
-    assert_eq!(selected(&app), "PMPI_Barrier");
+    assert_eq!(selected(&app), "MPI_Barrier");
     press(&mut app, "<Tab>");
     assert_eq!(app.class_cursor(), Some(0), "Tab wraps");
     press(&mut app, "<S-Tab>");
     assert_eq!(app.class_cursor(), Some(2));
-    assert_eq!(selected(&app), "PMPI_Barrier");
+    assert_eq!(selected(&app), "MPI_Barrier");
 }
 
 #[test]
 fn shortest_longest_least_and_most_visit_the_leaves() {
     let mut app = ring_app();
     press(&mut app, "[");
-    assert_eq!(selected(&app), "PMPI_Barrier", "depth 5, first of two");
+    assert_eq!(selected(&app), "MPI_Barrier", "depth 5, first of two");
     press(&mut app, "[");
     assert_eq!(
         selected(&app),
-        "PMPI_Waitall",
+        "MPI_Waitall",
         "again: the other one as short"
     );
     press(&mut app, "]");
@@ -496,13 +496,13 @@ fn shortest_longest_least_and_most_visit_the_leaves() {
     press(&mut app, "<lt>");
     assert_eq!(
         selected(&app),
-        "PMPI_Waitall",
+        "MPI_Waitall",
         "one task ends in each; the selection was one, so the next"
     );
     press(&mut app, "<lt>");
     assert_eq!(selected(&app), "__GI___clock_nanosleep");
     press(&mut app, "<gt>");
-    assert_eq!(selected(&app), "PMPI_Barrier", "six tasks end there");
+    assert_eq!(selected(&app), "MPI_Barrier", "six tasks end there");
 }
 
 // ----- inspecting -----
@@ -510,11 +510,11 @@ fn shortest_longest_least_and_most_visit_the_leaves() {
 #[test]
 fn rank_info_lists_host_pid_and_state() {
     let mut app = ring_app();
-    press(&mut app, "jjjj"); // PMPI_Barrier: ranks 0,3-7
+    press(&mut app, "jjjj"); // MPI_Barrier: ranks 0,3-7
     press(&mut app, "i");
     let d = app.dialog().expect("info panel");
     assert!(
-        d.title.starts_with("6:[0,3-7] at PMPI_Barrier"),
+        d.title.starts_with("6:[0,3-7] at MPI_Barrier"),
         "{}",
         d.title
     );
@@ -900,7 +900,7 @@ fn p_orders_by_progress_labels_frames_and_walks_to_the_least_progressed() {
     let before = visible(&app);
     let pos = |rows: &[String], f: &str| rows.iter().position(|r| r.starts_with(f)).unwrap();
     assert!(
-        pos(&before, "PMPI_Barrier") < pos(&before, "sleep"),
+        pos(&before, "MPI_Barrier") < pos(&before, "sleep"),
         "{before:?}"
     );
     press(&mut app, "p");
@@ -914,11 +914,11 @@ fn p_orders_by_progress_labels_frames_and_walks_to_the_least_progressed() {
     assert!(selected(&app).contains("@[T1]"), "{}", selected(&app));
     let after = visible(&app);
     assert!(
-        pos(&after, "sleep@[T1]") < pos(&after, "PMPI_Waitall@[T2]"),
+        pos(&after, "sleep@[T1]") < pos(&after, "MPI_Waitall@[T2]"),
         "{after:?}"
     );
     assert!(
-        pos(&after, "PMPI_Waitall@[T2]") < pos(&after, "PMPI_Barrier@[T3]"),
+        pos(&after, "MPI_Waitall@[T2]") < pos(&after, "MPI_Barrier@[T3]"),
         "{after:?}"
     );
     press(&mut app, "P");

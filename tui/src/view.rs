@@ -408,11 +408,11 @@ mod tests {
             // The start-up frames above main are hidden by default.
             [
                 "main",
-                "├─ PMPI_Barrier",
+                "├─ MPI_Barrier",
                 "├─ sleep",
                 "│  __GI___nanosleep",
                 "│  __GI___clock_nanosleep",
-                "└─ PMPI_Waitall",
+                "└─ MPI_Waitall",
             ]
         );
         // main holds every class; each branch one.

@@ -157,16 +157,16 @@ impl App {
 
     /// The sampled (finest) frames the view's `node` stands for, with the tasks at each:
     /// the sampled tree walked along the node's path, a frame matching where its
-    /// projection to the view's granularity is the view's frame.
+    /// projection to the view ([`strata_filters::ViewOptions::project`]) is the view's frame.
     pub(super) fn sampled_frames(&self, node: NodeId) -> Vec<(u64, Frame)> {
         let tree = self.result.tree(self.state.kind);
-        let g = self.state.opts.granularity;
+        let opts = self.state.opts;
         let mut at: Vec<NodeId> = vec![NodeId::ROOT];
         for want in self.display.full_path(node) {
             at = at
                 .iter()
                 .flat_map(|&n| tree.node(n).children.iter().copied())
-                .filter(|&c| tree.node_frame(c).is_some_and(|f| g.project(f) == want))
+                .filter(|&c| tree.node_frame(c).is_some_and(|f| opts.project(f) == want))
                 .collect();
         }
         let mut out: Vec<(u64, Frame)> = Vec::new();
