@@ -454,11 +454,20 @@ impl State {
                 .iter()
                 .zip(&sampled.tasks)
                 .zip(paths)
-                .map(|((t, report), path)| RankProbe {
-                    rank: t.rank,
-                    functions: path.iter().map(|f| f.name()).collect(),
-                    exited: report.exited,
-                    error: report.error.clone(),
+                .map(|((t, report), path)| {
+                    // The outermost MPI frame is the call the program made.
+                    let call = path.iter().enumerate().find_map(|(i, f)| {
+                        let call = f.code()?.mpi_call()?;
+                        Some((u32::try_from(i).ok()?, call.name))
+                    });
+                    RankProbe {
+                        rank: t.rank,
+                        functions: path.iter().map(|f| f.name()).collect(),
+                        exited: report.exited,
+                        error: report.error.clone(),
+                        mpi_entry: call.as_ref().map(|(i, _)| *i),
+                        mpi_call: call.map(|(_, name)| name),
+                    }
                 })
                 .collect(),
         }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use strata_filters::synth::{Placement, SynthParams};
 use strata_proto::sampling::Sampling;
-use strata_watch::{DEFAULT_MPI_PATTERN, MonitorSet, OnHang};
+use strata_watch::{MonitorSet, OnHang};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -579,9 +579,12 @@ pub struct WatchArgs {
     /// q^k <= alpha.
     #[arg(long, default_value_t = 0.001)]
     pub alpha: f64,
-    /// A frame whose function name matches this regex means "inside MPI".
-    #[arg(long, default_value = DEFAULT_MPI_PATTERN, value_name = "REGEX")]
-    pub mpi_pattern: String,
+    /// A frame whose function name matches this regex means "inside MPI", instead of
+    /// strata's own definition (a frame of an MPI library or a C binding's name, in every
+    /// binding's spelling, as "cut below MPI" and the verdict use; docs/MPI.md). For a site
+    /// that wraps MPI in a layer of its own: `(?i)^(p?mpi_|comm_wait)`.
+    #[arg(long, value_name = "REGEX")]
+    pub mpi_pattern: Option<String>,
     /// Where the hang report goes (default: strata-watch-JOB-TIME in the current directory).
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,

@@ -515,6 +515,14 @@ pub struct RankProbe {
     /// Why there is no stack (capture refused, exited, ...).
     #[prost(string, optional, tag = "4")]
     pub error: Option<String>,
+    /// Index in `functions` of the entry frame of the MPI call the stack is in (the
+    /// outermost MPI frame, by `strata_filters::mpi`, which needs each frame's library: the
+    /// daemon knows it, the names alone do not), when it is in one.
+    #[prost(uint32, optional, tag = "5")]
+    pub mpi_entry: Option<u32>,
+    /// That call's C name (`MPI_Recv` for `PMPI_Recv`, `mpi_recv_`, ...).
+    #[prost(string, optional, tag = "6")]
+    pub mpi_call: Option<String>,
 }
 
 /// Read variables in the main thread of these ranks (every rank of the daemon when empty).

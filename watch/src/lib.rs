@@ -71,8 +71,8 @@ pub use runs_test::{
 };
 pub use schedule::{DEFAULT_INITIAL_INTERVAL, DEFAULT_MAX_INTERVAL, Schedule};
 pub use verify::{
-    Classification, DEFAULT_MPI_PATTERN, RankState, VERIFY_SAMPLES, Verdict, Verification,
-    VerifyError, cut_below_mpi, default_mpi_pattern, in_mpi, verify,
+    Classification, InsideMpi, ProbedStack, RankState, VERIFY_SAMPLES, Verdict, Verification,
+    VerifyError, verify,
 };
 
 /// S_out of one sample: the share of the sampled ranks that are outside MPI, given for each

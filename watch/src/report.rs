@@ -37,7 +37,9 @@ pub struct Hang<'a> {
     pub classification: &'a Classification,
     pub timeline: &'a [Probed],
     pub on_hang: OnHang,
-    pub mpi_pattern: &'a str,
+    /// The user's `--mpi-pattern`; `None` (null) when strata's own definition of MPI
+    /// frames decided what is inside MPI.
+    pub mpi_pattern: Option<&'a str>,
 }
 
 fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -25,30 +25,66 @@ pub const VERIFY_SAMPLES: usize = 5;
 /// How many path classes a communication hang lists.
 const MAX_CLASSES: usize = 5;
 
-/// The default "inside MPI" frame pattern: a function name starting with `MPI_` or `PMPI_`,
-/// any case (C entries `MPI_Send`/`PMPI_Send`, which Open MPI aliases to each other, and the
-/// Fortran bindings `mpi_send_`/`pmpi_send_`).
-pub const DEFAULT_MPI_PATTERN: &str = "(?i)^p?mpi_";
-
-/// [`DEFAULT_MPI_PATTERN`], compiled.
-pub fn default_mpi_pattern() -> Regex {
-    Regex::new(DEFAULT_MPI_PATTERN).expect("the default pattern is valid")
+/// How a probed stack is told inside MPI, and where its path is cut.
+#[derive(Clone, Debug)]
+pub enum InsideMpi {
+    /// strata's one definition of MPI in a stack (`strata_filters::mpi`: a frame of an MPI
+    /// library or a C binding's name, in any binding's spelling), which the daemon applies
+    /// because it knows each frame's library: the stack is in the MPI call the daemon found,
+    /// and its path ends at that call, named by its C name.
+    Frames,
+    /// A user's pattern on function names (`--mpi-pattern`, for a site that wraps MPI in a
+    /// layer of its own): the stack is inside MPI when a frame's name matches, and its path
+    /// ends at the outermost match.
+    Pattern(Regex),
 }
 
-/// Whether a thread is inside MPI: any of its frames' function names matches `pattern`.
-/// Frame order does not matter.
-pub fn in_mpi(frames: &[String], pattern: &Regex) -> bool {
-    frames.iter().any(|f| pattern.is_match(f))
+/// One probed stack: the function names, outermost first, and the MPI call the daemon found
+/// in it (the index of its entry frame and its C name).
+#[derive(Clone, Copy, Debug)]
+pub struct ProbedStack<'a> {
+    pub functions: &'a [String],
+    pub mpi_call: Option<(usize, &'a str)>,
 }
 
-/// The path cut below MPI: `frames` outermost first (the order of the prefix tree), kept up
-/// to and including the outermost frame matching `pattern`; unchanged when none matches.
-/// The outermost match is the application's call into MPI; anything deeper (another `MPI_`
-/// name the library calls internally, the progress engine) is the library's business.
-pub fn cut_below_mpi<'a>(frames: &'a [String], pattern: &Regex) -> &'a [String] {
-    match frames.iter().position(|f| pattern.is_match(f)) {
-        Some(i) => &frames[..=i],
-        None => frames,
+impl InsideMpi {
+    /// The rank's state in one sample: its path cut below MPI (the outermost MPI frame is
+    /// the application's call; anything deeper, another `MPI_` name the library calls, the
+    /// progress engine, is the library's business) and whether it is inside MPI.
+    pub fn state(&self, stack: ProbedStack<'_>) -> RankState {
+        let functions = stack.functions;
+        match self {
+            InsideMpi::Frames => match stack.mpi_call {
+                // An index past the stack is no call (a reply is never trusted).
+                Some((entry, call)) if entry < functions.len() => {
+                    let mut path = functions[..entry].to_vec();
+                    path.push(call.to_string());
+                    RankState { path, in_mpi: true }
+                }
+                _ => RankState {
+                    path: functions.to_vec(),
+                    in_mpi: false,
+                },
+            },
+            InsideMpi::Pattern(re) => match functions.iter().position(|f| re.is_match(f)) {
+                Some(i) => RankState {
+                    path: functions[..=i].to_vec(),
+                    in_mpi: true,
+                },
+                None => RankState {
+                    path: functions.to_vec(),
+                    in_mpi: false,
+                },
+            },
+        }
+    }
+
+    /// The user's pattern, if one replaces strata's definition.
+    pub fn pattern(&self) -> Option<&str> {
+        match self {
+            InsideMpi::Frames => None,
+            InsideMpi::Pattern(re) => Some(re.as_str()),
+        }
     }
 }
 
@@ -57,7 +93,7 @@ pub fn cut_below_mpi<'a>(frames: &'a [String], pattern: &Regex) -> &'a [String] 
 pub struct RankState {
     /// The main thread's path, function level, cut below MPI, outermost first.
     pub path: Vec<String>,
-    /// Whether the main thread is inside MPI ([`in_mpi`]).
+    /// Whether the main thread is inside MPI ([`InsideMpi`]).
     pub in_mpi: bool,
 }
 
@@ -181,10 +217,17 @@ mod tests {
         s.split('>').map(str::to_string).collect()
     }
 
+    /// A pattern as a site would give `--mpi-pattern`: C and Fortran entries, any case.
+    fn pattern() -> InsideMpi {
+        InsideMpi::Pattern(Regex::new("(?i)^p?mpi_").unwrap())
+    }
+
     fn state(p: &str) -> RankState {
         let path = path(p);
-        let in_mpi = in_mpi(&path, &default_mpi_pattern());
-        RankState { path, in_mpi }
+        pattern().state(ProbedStack {
+            functions: &path,
+            mpi_call: None,
+        })
     }
 
     fn sample(ranks: &[(u32, &str)]) -> BTreeMap<u32, RankState> {
@@ -192,41 +235,56 @@ mod tests {
     }
 
     #[test]
-    fn in_mpi_matches_c_and_fortran_entries_any_case() {
-        let re = default_mpi_pattern();
+    fn a_pattern_matches_and_cuts_at_the_outermost_match() {
+        let in_mpi = |inside: &InsideMpi, p: &str| {
+            let functions = path(p);
+            let stack = ProbedStack {
+                functions: &functions,
+                mpi_call: None,
+            };
+            inside.state(stack).in_mpi
+        };
         for yes in [
             "main>MPI_Barrier",
             "main>PMPI_Allreduce>ompi_coll_base_allreduce",
             "MAIN__>solve_>mpi_allreduce_",
-            "MAIN__>pmpi_waitall__",
             "main>mpi_Send",
         ] {
-            assert!(in_mpi(&path(yes), &re), "{yes}");
+            assert!(in_mpi(&pattern(), yes), "{yes}");
         }
-        for no in [
-            "main>compute",
-            "main>MPIR_Barrier_impl",
-            "main>ompi_barrier_f",
-            "main>xmpi_foo",
-        ] {
-            assert!(!in_mpi(&path(no), &re), "{no}");
+        for no in ["main>compute", "main>MPIR_Barrier_impl", "main>xmpi_foo"] {
+            assert!(!in_mpi(&pattern(), no), "{no}");
         }
-        assert!(!in_mpi(&[], &re));
-        // Configurable: a site that wraps MPI in its own layer.
-        let custom = Regex::new("^(?i:p?mpi_|comm_wait)").unwrap();
-        assert!(in_mpi(&path("main>comm_wait_all"), &custom));
+        // A site that wraps MPI in its own layer.
+        let custom = InsideMpi::Pattern(Regex::new("^(?i:p?mpi_|comm_wait)").unwrap());
+        assert!(in_mpi(&custom, "main>comm_wait_all"));
+        assert_eq!(custom.pattern(), Some("^(?i:p?mpi_|comm_wait)"));
+        assert_eq!(
+            state("main>solve>PMPI_Allreduce>MPI_Allreduce_intra>opal_progress").path,
+            path("main>solve>PMPI_Allreduce")
+        );
+        assert_eq!(state("main>solve>dgemm").path, path("main>solve>dgemm"));
     }
 
     #[test]
-    fn cut_below_the_outermost_mpi_frame() {
-        let re = default_mpi_pattern();
-        let full = path("main>solve>PMPI_Allreduce>MPI_Allreduce_intra>opal_progress");
-        assert_eq!(
-            cut_below_mpi(&full, &re),
-            &path("main>solve>PMPI_Allreduce")[..]
-        );
-        let user = path("main>solve>dgemm");
-        assert_eq!(cut_below_mpi(&user, &re), &user[..]);
+    fn by_frames_the_daemons_call_decides_and_names_the_cut() {
+        let functions = path("main>solve>PMPI_Allreduce>MPIR_Allreduce_impl>opal_progress");
+        let at = |mpi_call| {
+            InsideMpi::Frames.state(ProbedStack {
+                functions: &functions,
+                mpi_call,
+            })
+        };
+        let inside = at(Some((2, "MPI_Allreduce")));
+        assert!(inside.in_mpi);
+        assert_eq!(inside.path, path("main>solve>MPI_Allreduce"));
+        // No call found (a Fortran program's own mpi_matrix_, say): outside, whole path.
+        let outside = at(None);
+        assert!(!outside.in_mpi);
+        assert_eq!(outside.path, functions);
+        // An entry past the stack is not believed.
+        assert!(!at(Some((9, "MPI_Allreduce"))).in_mpi);
+        assert_eq!(InsideMpi::Frames.pattern(), None);
     }
 
     #[test]

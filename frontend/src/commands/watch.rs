@@ -27,8 +27,8 @@ use strata_session::request::{AttachRequest, JobTarget, TreeShape};
 
 use strata_watch::report::{self, Hang};
 use strata_watch::{
-    Detector, DetectorConfig, MonitorSet, OnHang, Probed, RankState, STILLNESS_SAMPLES, Status,
-    Trigger, VERIFY_SAMPLES, Verdict, cut_below_mpi, in_mpi, s_out, verify,
+    Detector, DetectorConfig, InsideMpi, MonitorSet, OnHang, Probed, ProbedStack, RankState,
+    STILLNESS_SAMPLES, Status, Trigger, VERIFY_SAMPLES, Verdict, s_out, verify,
 };
 
 /// The attach the watch's tree is built from: the job, its sample count, and the 100 ms
@@ -79,8 +79,12 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
             args.alpha
         )));
     }
-    let pattern = Regex::new(&args.mpi_pattern)
-        .map_err(|e| bad(format!("--mpi-pattern '{}': {e}", args.mpi_pattern)))?;
+    let inside = match &args.mpi_pattern {
+        None => InsideMpi::Frames,
+        Some(p) => {
+            InsideMpi::Pattern(Regex::new(p).map_err(|e| bad(format!("--mpi-pattern '{p}': {e}")))?)
+        }
+    };
     let attach_req = attach_request(&args);
     let place = strata_session::place::where_to_attach(&attach_req)?;
     let signals = interrupt::watch().map_err(|e| {
@@ -113,7 +117,7 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
     });
     let mut watch = Watch {
         args: &args,
-        pattern,
+        inside,
         place: &place,
         started: Instant::now(),
         started_at: now_rfc3339(),
@@ -153,7 +157,7 @@ pub fn run(args: WatchArgs) -> Result<Exit, Failure> {
 
 struct Watch<'a> {
     args: &'a WatchArgs,
-    pattern: Regex,
+    inside: InsideMpi,
     place: &'a Place,
     started: Instant,
     started_at: String,
@@ -235,7 +239,7 @@ impl Watch<'_> {
                 .ranks
                 .iter()
                 .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
-                .map(|r| in_mpi(&r.functions, &self.pattern))
+                .map(|r| self.inside.state(probed(r)).in_mpi)
                 .collect();
             if self.args.verbose && inside.len() < probe.ranks.len() {
                 for r in probe.ranks.iter().filter(|r| r.error.is_some() || r.exited) {
@@ -390,7 +394,7 @@ impl Watch<'_> {
                 classification,
                 timeline: &self.timeline,
                 on_hang: self.args.on_hang.into(),
-                mpi_pattern: self.pattern.as_str(),
+                mpi_pattern: self.inside.pattern(),
             };
             let progress = report::progress_of(&result);
             let verdict = report::verdict_of(&result, &progress);
@@ -433,15 +437,7 @@ impl Watch<'_> {
         p.ranks
             .iter()
             .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
-            .map(|r| {
-                (
-                    r.rank,
-                    RankState {
-                        path: cut_below_mpi(&r.functions, &self.pattern).to_vec(),
-                        in_mpi: in_mpi(&r.functions, &self.pattern),
-                    },
-                )
-            })
+            .map(|r| (r.rank, self.inside.state(probed(r))))
             .collect()
     }
 
@@ -535,4 +531,15 @@ impl Watch<'_> {
 /// `path` made absolute against the current directory (as given when that fails).
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A rank's probed stack as the watch reads it: its names, and the MPI call the daemon found.
+fn probed(r: &strata_proto::overlay::RankProbe) -> ProbedStack<'_> {
+    ProbedStack {
+        functions: &r.functions,
+        mpi_call: r
+            .mpi_entry
+            .zip(r.mpi_call.as_deref())
+            .map(|(entry, call)| (entry as usize, call)),
+    }
 }
