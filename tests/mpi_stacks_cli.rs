@@ -8,8 +8,10 @@
 //! classes, each ending at its MPI call (cut below MPI, whatever the library does inside:
 //! MPICH 5's and Intel MPI's stripped libraries jump from the entry into unnamed internals,
 //! Open MPI's `PMPI_Finalize` into `ompi_mpi_finalize`), the verdict's states naming each
-//! rank's call, and every rank free afterwards. Fortran on the stacks whose packages ship
-//! a Fortran wrapper (Debian's).
+//! rank's call, and every rank free afterwards. The views name each call by its C name at
+//! function and line granularity; with `--threads`, the MPI runtime's own threads are
+//! recognised and left out. Fortran on the stacks whose packages ship a Fortran wrapper
+//! (Debian's).
 //!
 //! A stack that is not installed fails its test, naming the command that installs it.
 
@@ -142,14 +144,15 @@ fn attach_and_check(stack: Stack, language: &str) {
         &std::fs::read_to_string(dir.path().join("result.json")).expect("result.json"),
     )
     .unwrap();
-    // Four classes, each ending at an MPI entry: cut below MPI applied on every stack.
+    // Four classes, each ending at an MPI entry (the file keeps the library's names, Open
+    // MPI's `ompi_mpi_finalize` among them): cut below MPI applied on every stack.
     let classes = result["classes"].as_array().expect("classes");
     assert_eq!(classes.len(), 4, "{context}");
     for class in classes {
         for path in class["paths"].as_array().unwrap() {
             let last = path.as_array().unwrap().last().unwrap().as_str().unwrap();
             assert!(
-                strata_filters::mpi::is_mpi_entry_name(last),
+                strata_filters::mpi::call_named(last).is_some(),
                 "a class ends at {last}, not an MPI call: {context}"
             );
         }
@@ -164,6 +167,117 @@ fn attach_and_check(stack: Stack, language: &str) {
         assert_eq!(state["state"], "in_mpi", "rank {rank}: {context}");
         assert_eq!(state["call"]["name"], *call, "rank {rank}: {context}");
     }
+    // The views name each call by its C name, whatever the library spells, at function
+    // and at line granularity (the same call from the same call site is one class, without
+    // the library's own lines), and the file keeps the library's frames with the C name.
+    assert_eq!(class_ends(&text), CALLS, "{context}");
+    let saved = dir.path().join("result.json");
+    let (code, lines, err) = parts(&strata(&[
+        "view",
+        saved.to_str().unwrap(),
+        "-g",
+        "line",
+        "--print",
+        "--no-verdict",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        class_ends(&lines),
+        CALLS,
+        "line granularity: {context}\n{lines}"
+    );
+    let named: Vec<&str> = result["trees"]["3d"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["frame"]["mpi_call"].as_str())
+        .collect();
+    for call in CALLS {
+        assert!(named.contains(&call), "no frame says {call}: {context}");
+    }
+    threads_of_the_runtime_are_recognised(stack, language, &launcher, &job);
+}
+
+/// The last frame of each class of a text tree, in the order printed (smallest classes
+/// first, ties by lowest rank: here rank order).
+fn class_ends(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| !l.contains("equivalence classes"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.rsplit(" > ").next().unwrap().trim())
+        .collect()
+}
+
+/// With every thread sampled, the MPI runtime's own threads (Open MPI's and PMIx's progress
+/// engines, UCX's event thread; Intel MPI starts none here) are recognised and left out of
+/// the classes: `mpi_matrix` starts no thread of its own, so every thread but the ranks'
+/// main threads is the runtime's. `--runtime-threads` shows them.
+fn threads_of_the_runtime_are_recognised(
+    stack: Stack,
+    language: &str,
+    launcher: &str,
+    job: &MpiJob,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = strata(&[
+        "attach",
+        "--launcher-pid",
+        launcher,
+        "--threads",
+        "-n",
+        "2",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    let (code, text, err) = parts(&out);
+    let context = format!("{stack:?} {language} --threads: exit {code}\n{text}\n{err}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+    assert_eq!(class_ends(&text), CALLS, "{context}");
+    // One path per class: the main thread's (a class of several threads joins their paths
+    // with ` | `).
+    assert!(!text.contains(" | "), "{context}");
+    let saved = dir.path().join("result.json");
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).expect("result.json")).unwrap();
+    let threads = result["threads"].as_array().expect("threads");
+    let pids: Vec<u64> = result["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["pid"].as_u64())
+        .collect();
+    let (runtime, program): (Vec<&Value>, Vec<&Value>) =
+        threads.iter().partition(|t| t["runtime"] == true);
+    assert!(
+        program
+            .iter()
+            .all(|t| pids.contains(&t["tid"].as_u64().unwrap())),
+        "a thread besides the main threads is not the runtime's: {context}"
+    );
+    let header = text.lines().find(|l| l.starts_with("job ")).unwrap();
+    if runtime.is_empty() {
+        assert!(!header.contains("runtime"), "{context}");
+        return;
+    }
+    assert!(
+        header.contains(&format!("{} MPI runtime threads hidden", runtime.len())),
+        "{context}"
+    );
+    let (code, shown, err) = parts(&strata(&[
+        "view",
+        saved.to_str().unwrap(),
+        "--runtime-threads",
+        "--print",
+        "--no-verdict",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !shown.contains("runtime threads hidden") && shown.contains(" | "),
+        "--runtime-threads shows them: {context}\n{shown}"
+    );
 }
 
 /// The verdict's reads on `stack`: `tests/hangs/comm_param.c`, a ring of four whose

@@ -4,7 +4,9 @@
 //! source file and line, inline marker), so that the function, line and module
 //! granularities are projections of one sampled tree and never need a re-sample.
 
-use crate::mpi::{MpiCall, call_named, is_c_binding_name, is_call_name, is_mpi_library};
+use crate::mpi::{
+    MpiCall, call_named, is_c_binding_name, is_call_name, is_mpi_library, is_runtime_library,
+};
 use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -192,6 +194,14 @@ impl Frame {
     /// ([`crate::mpi::is_c_binding_name`]); a frame without a module is judged by its name.
     pub fn is_mpi_entry(&self) -> bool {
         self.code().is_some_and(CodeFrame::is_mpi_entry)
+    }
+
+    /// Whether this frame's code is in the MPI runtime: an MPI library or one it runs on
+    /// (PMIx, UCX, libfabric, ...: [`crate::mpi::is_runtime_library`]).
+    pub fn is_in_mpi_runtime(&self) -> bool {
+        self.code()
+            .and_then(|c| c.module.as_ref())
+            .is_some_and(|m| is_runtime_library(&m.path))
     }
 }
 

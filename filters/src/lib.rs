@@ -35,4 +35,4 @@ pub use merge::{ConcatMerge, merge_concat};
 pub use remap::{IndexMap, RemapError, remap};
 pub use taskset::{RankSet, TaskRuns, TaskSet};
 pub use tree::{NodeId, PrefixTree};
-pub use view::{Granularity, ViewOptions, view, view_with_cut};
+pub use view::{Granularity, ViewOptions, runtime_threads, view, view_with_cut};

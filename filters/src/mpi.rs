@@ -11,6 +11,10 @@
 //! entry that jumps into unnamed internals is named by the daemon from the caller's call
 //! instruction, as a frame of its own ([`crate::CodeFrame::is_recovered_call`]).
 //!
+//! The MPI runtime's own threads (progress engines, event loops) are told from the
+//! program's by the library their first function is in ([`is_runtime_library`],
+//! [`crate::view::runtime_threads`]).
+//!
 //! "Cut below MPI" and the canonical names of the views ([`mod@crate::view`]), `strata watch`'s
 //! "inside MPI", the progress order and the verdict all ask this module, so a new library
 //! (another binding's spelling, another stand-in) means widening this module only.
@@ -356,6 +360,40 @@ pub fn is_mpi_library(path: &str) -> bool {
     known && name.contains(".so")
 }
 
+/// Libraries of the MPI runtime besides MPI's own ([`is_mpi_library`]), by the start of
+/// their file names: Open MPI's portability and run-time layers and PRRTE, PMIx, UCX,
+/// libfabric, PSM2 and Mellanox's collectives. Their threads are the runtime's: progress
+/// engines, event loops, connection managers.
+const RUNTIME_LIBRARIES: &[&str] = &[
+    "libopen-pal",
+    "libopen-rte",
+    "libprrte",
+    "libpmix",
+    "libucs",
+    "libucp",
+    "libuct",
+    "libucm",
+    "libfabric",
+    "libpsm2",
+    "libpsm_infinipath",
+    "libhcoll",
+    "libsharp",
+];
+
+/// Whether a binary is part of the MPI runtime: an MPI library or one of the libraries it
+/// runs on ([`RUNTIME_LIBRARIES`]).
+pub fn is_runtime_library(path: &str) -> bool {
+    if is_mpi_library(path) {
+        return true;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.contains(".so")
+        && RUNTIME_LIBRARIES.iter().any(|lib| {
+            name.strip_prefix(lib)
+                .is_some_and(|rest| rest.starts_with(['.', '-', '_']))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,6 +474,29 @@ mod tests {
             "/opt/libmpix.so",
         ] {
             assert!(!is_mpi_library(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn runtime_libraries_are_mpis_and_those_it_runs_on() {
+        for path in [
+            "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2",
+            "/usr/lib/x86_64-linux-gnu/libpmix.so.2.6.2",
+            "/opt/ompi5/lib/libprrte.so.3",
+            "/usr/lib/libucs.so.0",
+            "/usr/lib/libfabric.so.1",
+            "/usr/lib/libmpi.so.40",
+        ] {
+            assert!(is_runtime_library(path), "{path}");
+        }
+        for path in [
+            "/usr/lib/libc.so.6",
+            "/usr/lib/libgomp.so.1",
+            "/usr/lib/libevent_core-2.1.so.7",
+            "/home/u/libucsx.so",
+            "/home/u/solver",
+        ] {
+            assert!(!is_runtime_library(path), "{path}");
         }
     }
 

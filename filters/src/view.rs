@@ -108,6 +108,11 @@ pub struct ViewOptions {
     /// in one call from one call site are one class whatever the library does inside. Not
     /// in [`Granularity::Module`], which shows code addresses as sampled.
     pub mpi_call_names: bool,
+    /// Leave out the MPI runtime's own threads ([`runtime_threads`]: Open MPI's and PMIx's
+    /// progress engines, UCX's and libfabric's event threads), where start-up frames are
+    /// hidden too. Only when threads were sampled: otherwise every path is a rank's main
+    /// thread.
+    pub hide_runtime_threads: bool,
 }
 
 impl Default for ViewOptions {
@@ -117,24 +122,32 @@ impl Default for ViewOptions {
             cut_below_mpi: true,
             hide_start_up: true,
             mpi_call_names: true,
+            hide_runtime_threads: true,
         }
     }
 }
 
 impl ViewOptions {
-    /// Every frame as sampled, in this granularity: nothing cut, nothing hidden, nothing
-    /// renamed (what `--full-stacks` shows).
+    /// Every frame and thread as sampled, in this granularity: nothing cut, nothing hidden,
+    /// nothing renamed (what `--full-stacks` shows).
     pub fn full(granularity: Granularity) -> ViewOptions {
         ViewOptions {
             granularity,
             cut_below_mpi: false,
             hide_start_up: false,
             mpi_call_names: false,
+            hide_runtime_threads: false,
         }
     }
 
     /// The frame that stands for `frame` in this view: its projection to the granularity,
     /// or the MPI call it is an entry of ([`ViewOptions::mpi_call_names`]).
+    /// Whether this view leaves out the runtime threads of `tree` (see
+    /// [`ViewOptions::hide_runtime_threads`]).
+    pub fn hides_runtime_threads<S: TaskSet>(&self, tree: &PrefixTree<S>) -> bool {
+        self.hide_runtime_threads && self.hide_start_up && tree.has_threads()
+    }
+
     pub fn project(&self, frame: &Frame) -> Frame {
         if self.mpi_call_names
             && self.granularity != Granularity::Module
@@ -183,6 +196,8 @@ pub fn view_with_cut<S: TaskSet>(
     };
     // Per source node: its image in `out` (None when it lies below a cut), whether its
     // children are cut away, and how its path so far is hidden.
+    let hide_runtime = opts.hides_runtime_threads(tree);
+    let mut dropped = S::default();
     let mut image: Vec<Option<NodeId>> = Vec::with_capacity(tree.len());
     let mut cuts_below: Vec<bool> = Vec::with_capacity(tree.len());
     let mut hiding: Vec<Hiding> = Vec::with_capacity(tree.len());
@@ -216,7 +231,15 @@ pub fn view_with_cut<S: TaskSet>(
                             }
                         }
                     };
-                    let hide = if !opts.hide_start_up || !all_hidden {
+                    let hide = if hide_runtime && all_hidden && frame.is_in_mpi_runtime() {
+                        // The thread's own first function is the MPI runtime's: leave the
+                        // thread out (its sets are the root's only, fixed below).
+                        dropped.union_with(&n.threads);
+                        image.push(None);
+                        cuts_below.push(true);
+                        hiding.push(Hiding::No);
+                        continue;
+                    } else if !opts.hide_start_up || !all_hidden {
                         Hiding::No
                     } else if start_up::is_start_up(frame) {
                         Hiding::All
@@ -262,7 +285,47 @@ pub fn view_with_cut<S: TaskSet>(
         cuts_below.push(cut);
         hiding.push(hidden);
     }
+    if !dropped.is_empty() {
+        let root = out.node_mut(NodeId::ROOT);
+        root.threads = root.threads.difference(&dropped);
+    }
     out
+}
+
+/// The threads of the MPI runtime in `tree`: those whose own first function, below the
+/// start-up frames ([`start_up`]), is in an MPI runtime library
+/// ([`Frame::is_in_mpi_runtime`]). Open MPI starts two in every rank (its progress engine
+/// in `libopen-pal` and PMIx's in `libpmix`), UCX and libfabric their event threads; a
+/// program's own threads start in the program. An MPI linked statically into the program
+/// hides its threads among the program's. Empty when threads were not sampled: then every
+/// path is a rank's main thread.
+pub fn runtime_threads<S: TaskSet>(tree: &PrefixTree<S>) -> S {
+    let mut found = S::default();
+    if !tree.has_threads() {
+        return found;
+    }
+    // Per node: whether it and every frame above it are start-up frames.
+    let mut start_up_only: Vec<bool> = Vec::with_capacity(tree.len());
+    for id in tree.node_ids() {
+        let n = tree.node(id);
+        let only = match (n.parent, n.frame) {
+            (Some(p), Some(f)) if start_up_only[p.index()] => {
+                let frame = tree.frame(f);
+                if start_up::is_start_up(frame) {
+                    true
+                } else {
+                    if frame.is_in_mpi_runtime() {
+                        found.union_with(&n.threads);
+                    }
+                    false
+                }
+            }
+            (Some(_), _) => false,
+            (None, _) => true,
+        };
+        start_up_only.push(only);
+    }
+    found
 }
 
 /// How a source node's path is hidden by [`ViewOptions::hide_start_up`].
@@ -284,6 +347,78 @@ mod tests {
 
     fn p(names: &[&str]) -> Vec<Frame> {
         names.iter().map(|n| Frame::function(n)).collect()
+    }
+
+    fn in_module(name: &str, module: &str) -> Frame {
+        Frame::Code(CodeFrame {
+            function: Some(name.to_string()),
+            module: Some(crate::Module {
+                path: module.to_string(),
+                build_id: None,
+            }),
+            ..CodeFrame::default()
+        })
+    }
+
+    #[test]
+    fn the_mpi_runtimes_threads_are_left_out_where_start_up_is_hidden() {
+        let libc = "/usr/lib/libc.so.6";
+        let thread = |start: Frame, then: &str| {
+            vec![
+                in_module("clone3", libc),
+                in_module("start_thread", libc),
+                start,
+                in_module(then, libc),
+            ]
+        };
+        // Two ranks, three threads each: main, a worker of the program's, PMIx's.
+        let mut t: PrefixTree<TaskRuns> = PrefixTree::new(2, 6);
+        for rank in 0..2 {
+            let main = p(&["_start", "main", "PMPI_Recv"]);
+            t.add_trace(&main, rank, Some(rank * 3));
+            let worker = thread(in_module("worker", "/home/u/app"), "nanosleep");
+            t.add_trace(&worker, rank, Some(rank * 3 + 1));
+            let pmix = thread(
+                in_module("progress_engine", "/usr/lib/libpmix.so.2"),
+                "epoll_wait",
+            );
+            t.add_trace(&pmix, rank, Some(rank * 3 + 2));
+        }
+        let runtime = runtime_threads(&t);
+        assert_eq!(runtime.indices().collect::<Vec<_>>(), [2, 5]);
+        let names = |v: &PrefixTree<TaskRuns>| -> Vec<String> {
+            v.node_ids()
+                .filter_map(|n| v.node_frame(n).map(Frame::name))
+                .collect()
+        };
+        let shown = view(&t, ViewOptions::default());
+        assert!(!names(&shown).contains(&"progress_engine".to_string()));
+        assert!(names(&shown).contains(&"worker".to_string()));
+        assert_eq!(
+            shown.node(NodeId::ROOT).threads.count(),
+            4,
+            "their threads too"
+        );
+        assert_eq!(shown.node(NodeId::ROOT).tasks.count(), 2);
+        // Asked for, or with every frame, they are there.
+        for opts in [
+            ViewOptions {
+                hide_runtime_threads: false,
+                ..ViewOptions::default()
+            },
+            ViewOptions::full(Granularity::Function),
+        ] {
+            assert!(names(&view(&t, opts)).contains(&"progress_engine".to_string()));
+        }
+        // Without threads, a path is a rank's main thread, whatever it starts with.
+        let mut one: PrefixTree<TaskRuns> = PrefixTree::new(1, 0);
+        one.add_trace(
+            &[in_module("progress_engine", "/usr/lib/libpmix.so.2")],
+            0,
+            None,
+        );
+        assert!(runtime_threads(&one).is_empty());
+        assert_eq!(view(&one, ViewOptions::default()).len(), 2);
     }
 
     #[test]

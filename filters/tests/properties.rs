@@ -167,6 +167,7 @@ proptest! {
             cut_below_mpi: cut,
             hide_start_up: hide,
             mpi_call_names: names,
+            hide_runtime_threads: true,
         };
         let n = job.traces.len() as u32;
         let daemons: Vec<PrefixTree<TaskRuns>> = order.iter().map(|&g| daemon_tree(&job, &groups[g])).collect();

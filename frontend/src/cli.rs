@@ -328,6 +328,11 @@ pub struct ShowArgs {
     /// below MPI calls. Result files always keep every frame.
     #[arg(long)]
     pub full_stacks: bool,
+    /// With threads sampled, also show the MPI runtime's own threads (Open MPI's and PMIx's
+    /// progress engines, UCX's and libfabric's event threads: a thread whose first
+    /// function is in an MPI runtime library), which are left out by default.
+    #[arg(long)]
+    pub runtime_threads: bool,
     /// Which tree to draw.
     #[arg(long, value_enum, default_value = "3d")]
     pub tree: TreeArg,

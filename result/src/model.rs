@@ -98,6 +98,14 @@ pub struct ThreadInfo {
     pub tid: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// One of the MPI runtime's own threads (`strata_filters::runtime_threads`), which
+    /// views leave out by default. Derived from the trees when the file is written.
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        skip_deserializing
+    )]
+    pub runtime: bool,
 }
 
 /// Ranks absent from the trees, and why.
@@ -465,6 +473,18 @@ pub fn class_paths(tree: &PrefixTree<RankSet>, class: &EqClass<RankSet>) -> Vec<
 }
 
 impl StrataResult {
+    /// The metadata as written, its threads marked when they are the MPI runtime's.
+    fn meta_with_runtime_threads(&self) -> ResultMeta {
+        let mut meta = self.meta.clone();
+        let runtime = strata_filters::runtime_threads(&self.tree_3d);
+        if !runtime.is_empty() {
+            for t in &mut meta.threads {
+                t.runtime = runtime.contains(t.id);
+            }
+        }
+        meta
+    }
+
     /// The result as pretty JSON.
     pub fn to_json(&self) -> String {
         self.to_json_with(None)
@@ -493,7 +513,7 @@ impl StrataResult {
         let file = ResultFile {
             format: FORMAT_NAME.to_string(),
             format_version: FORMAT_VERSION,
-            meta: self.meta.clone(),
+            meta: self.meta_with_runtime_threads(),
             default_view: view_file(opts, TreeKind::ThreeD),
             classes,
             trees: TreesFile {
@@ -730,6 +750,7 @@ mod tests {
                     rank,
                     tid,
                     name: None,
+                    runtime: false,
                 });
             }
         }

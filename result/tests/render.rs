@@ -68,6 +68,7 @@ fn synth_result(params: SynthParams) -> StrataResult {
                 rank: id / t,
                 tid: 1000 + id,
                 name: Some("synth".into()),
+                runtime: false,
             })
             .collect();
     }
@@ -141,6 +142,7 @@ fn ring_text() {
         cut_below_mpi: false,
         hide_start_up: false,
         mpi_call_names: false,
+        hide_runtime_threads: false,
     };
     insta::assert_snapshot!(
         "ring_text_line_uncut_2d",

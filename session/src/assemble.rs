@@ -171,6 +171,7 @@ pub fn assemble(
             rank: ranks.get(t.task as usize).copied().unwrap_or(u32::MAX),
             tid: t.tid,
             name: Some(t.name.clone()),
+            runtime: false,
         })
         .collect();
 

@@ -348,10 +348,12 @@ impl App {
                 let full = s.opts.hide_start_up || s.opts.cut_below_mpi;
                 s.opts.hide_start_up = !full;
                 s.opts.cut_below_mpi = !full;
+                s.opts.mpi_call_names = !full;
+                s.opts.hide_runtime_threads = !full;
                 let what = if full {
-                    "full stacks: start-up frames and frames below MPI calls shown"
+                    "full stacks: start-up frames, frames below MPI calls, the library's names and MPI runtime threads shown"
                 } else {
-                    "start-up frames hidden, cut below MPI calls"
+                    "start-up frames hidden, cut below MPI calls, named by their C names"
                 };
                 self.edit(s, what);
             }

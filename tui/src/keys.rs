@@ -34,7 +34,7 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("f", "focus on the node's subtree (its path as a header)"),
             k("F", "unfocus"),
             k("c", "cut below MPI calls on / off (on at start)"),
-            k("s", "full stacks on / off (start-up, below MPI)"),
+            k("s", "full stacks on / off (every frame and thread)"),
             k("x", "cut below frames matching a regex (empty: none)"),
             k("g", "granularity: function, line, module"),
             k("d", "2D tree (last sample) / 3D tree (all samples)"),

@@ -226,6 +226,7 @@ fn synth_result(params: SynthParams) -> StrataResult {
                     rank: id / t,
                     tid: 5000 + id,
                     name: None,
+                    runtime: false,
                 })
                 .collect(),
             missing: Vec::new(),

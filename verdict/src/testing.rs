@@ -96,6 +96,7 @@ pub(crate) fn threaded_result(
                 rank,
                 tid: pid(rank) + thread,
                 name: None,
+                runtime: false,
             });
             for s in 0..samples {
                 let t = trace(rank, thread, s);

@@ -390,6 +390,7 @@ fn with_threads_only_the_main_thread_places_a_rank() {
         rank,
         tid,
         name: None,
+        runtime: false,
     };
     let r = StrataResult {
         meta: ResultMeta {

@@ -15,6 +15,7 @@ pub(super) fn line_tree(result: &StrataResult) -> PrefixTree<RankSet> {
             cut_below_mpi: true,
             hide_start_up: false,
             mpi_call_names: true,
+            hide_runtime_threads: true,
         },
     )
 }

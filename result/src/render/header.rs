@@ -1,7 +1,7 @@
 //! The one-line summary above a rendered tree: job, ranks, samples, tree and view.
 
 use crate::model::{StrataResult, TreeKind};
-use strata_filters::{Granularity, ViewOptions};
+use strata_filters::{Granularity, TaskSet, ViewOptions};
 
 /// The one-line summary above a tree.
 pub fn header_line(result: &StrataResult, kind: TreeKind, opts: ViewOptions) -> String {
@@ -36,6 +36,14 @@ pub fn header_parts(result: &StrataResult, kind: TreeKind, opts: ViewOptions) ->
     }
     if opts.hide_start_up {
         parts.push("start-up hidden".to_string());
+    }
+    let tree = result.tree(kind);
+    if opts.hides_runtime_threads(tree) {
+        let n = strata_filters::runtime_threads(tree).count();
+        if n > 0 {
+            let s = if n == 1 { "" } else { "s" };
+            parts.push(format!("{n} MPI runtime thread{s} hidden"));
+        }
     }
     parts
 }
