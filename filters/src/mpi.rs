@@ -381,7 +381,7 @@ const RUNTIME_LIBRARIES: &[&str] = &[
 ];
 
 /// Whether a binary is part of the MPI runtime: an MPI library or one of the libraries it
-/// runs on ([`RUNTIME_LIBRARIES`]).
+/// runs on (Open MPI's `libopen-pal` and PRRTE, PMIx, UCX, libfabric, PSM2, HCOLL, SHARP).
 pub fn is_runtime_library(path: &str) -> bool {
     if is_mpi_library(path) {
         return true;
