@@ -80,13 +80,15 @@ fn attach_pids(pids: &str, samples: u32, extra: &[&str]) -> (i32, String, String
     parts(&strata(&args))
 }
 
-/// The same hang in Fortran (gfortran through mpif90): Open MPI's Fortran bindings are
-/// named as the program calls them (`mpi_barrier_`, not the library's `ompi_barrier_f`),
-/// and module procedures read `module::procedure`.
+/// The same hang in Fortran (gfortran through mpif90): the views name Open MPI's Fortran
+/// bindings by their C calls (`MPI_Barrier`), module procedures read `module::procedure`,
+/// and the result file keeps the frames as the symbolizer named them: as the program calls
+/// them (`mpi_barrier_`, not the library's `ompi_barrier_f`).
 #[test]
 fn hung_fortran_ring_names_the_fortran_mpi_calls() {
     let exe = target::compile_with("mpif90", "mpi_ring.f90", "mpi_ring_f", &["-O2", "-g"]);
     let job = MpiJob::start(&exe, 8);
+    let dir = tempfile::tempdir().unwrap();
     let (code, out, err) = parts(&strata(&[
         "attach",
         "--launcher-pid",
@@ -95,7 +97,8 @@ fn hung_fortran_ring_names_the_fortran_mpi_calls() {
         "3",
         "--interval",
         "50ms",
-        "--no-files",
+        "-o",
+        dir.path().to_str().unwrap(),
     ]));
     assert_eq!(code, 0, "{out}\n{err}");
     let classes = class_lines(&out);
@@ -106,13 +109,17 @@ fn hung_fortran_ring_names_the_fortran_mpi_calls() {
         "{out}"
     );
     assert!(
-        class("1:[2] ").is_some_and(|c| c.ends_with("solver::exchange > mpi_waitall_")),
+        class("1:[2] ").is_some_and(|c| c.ends_with("solver::exchange > MPI_Waitall")),
         "{out}"
     );
     assert!(
-        class("6:[0,3-7] ").is_some_and(|c| c.ends_with("solver::exchange > mpi_barrier_")),
+        class("6:[0,3-7] ").is_some_and(|c| c.ends_with("solver::exchange > MPI_Barrier")),
         "{out}"
     );
+    let saved = std::fs::read_to_string(dir.path().join("result.json")).unwrap();
+    for raw in ["\"mpi_waitall_\"", "\"mpi_barrier_\""] {
+        assert!(saved.contains(raw), "result.json keeps {raw}");
+    }
     for &pid in &job.ranks {
         assert_free(pid);
     }
