@@ -1,0 +1,197 @@
+//! The memory a rank's PMPI library (`libstrata_pmpi.so`, the `pmpi` crate) publishes for
+//! the daemon: the MPI call the rank is in, with its arguments as passed, and counters.
+//!
+//! The library exports one symbol, [`SYMBOL`], an array of [`WORDS`] little-endian 64-bit
+//! words that only the rank writes; a daemon reads it with `process_vm_readv` without
+//! stopping the rank and decodes it with [`decode`]. The layout starts with [`MAGIC`] and a
+//! [`VERSION`]: a reader that meets another version says so and goes on without it.
+//!
+//! Writes are published like a sequence lock: the rank makes the sequence word odd, writes
+//! the call's words, and makes it even again. A copy taken while the sequence is odd is torn
+//! ([`LayoutError::Torn`]): read again.
+
+use thiserror::Error;
+
+/// The exported name of the state's words.
+pub const SYMBOL: &str = "strata_pmpi_state";
+/// `STRATApm`, little-endian.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"STRATApm");
+/// The layout this strata writes and reads.
+pub const VERSION: u64 = 1;
+/// Words in the state.
+pub const WORDS: usize = 16;
+/// The state's size in bytes.
+pub const BYTES: usize = WORDS * 8;
+/// A peer or tag word that the call has none of (`MPI_Barrier` has no peer).
+pub const NONE: u64 = i64::MIN as u64;
+
+/// Index of each word.
+pub mod word {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 1;
+    /// Odd while the rank writes (see the module's doc).
+    pub const SEQUENCE: usize = 2;
+    /// The current call's index in [`super::CALLS`]; 0 outside MPI.
+    pub const CALL: usize = 3;
+    /// The peer rank as passed (in the call's communicator), or [`super::NONE`].
+    pub const PEER: usize = 4;
+    /// The tag as passed, or [`super::NONE`].
+    pub const TAG: usize = 5;
+    /// The communicator's handle as passed (a pointer in Open MPI, valid in that rank only;
+    /// an `int` in MPICH and Intel MPI), or 0.
+    pub const COMM: usize = 6;
+    /// MPI calls entered since the library loaded.
+    pub const ENTERED: usize = 7;
+    /// MPI calls completed since the library loaded.
+    pub const COMPLETED: usize = 8;
+}
+
+/// The calls the library wraps, by index (index 0: none).
+pub const CALLS: &[&str] = &[
+    "",
+    "MPI_Send",
+    "MPI_Ssend",
+    "MPI_Recv",
+    "MPI_Wait",
+    "MPI_Waitall",
+    "MPI_Barrier",
+    "MPI_Bcast",
+    "MPI_Reduce",
+    "MPI_Allreduce",
+    "MPI_Finalize",
+];
+
+/// The index of `name` in [`CALLS`].
+pub fn call_index(name: &str) -> Option<u64> {
+    CALLS.iter().position(|c| *c == name).map(|i| i as u64)
+}
+
+/// A rank's state, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PmpiState {
+    /// The MPI call the rank is in, by its C name; `None` outside MPI.
+    pub call: Option<&'static str>,
+    pub peer: Option<i64>,
+    pub tag: Option<i64>,
+    /// The communicator's handle as passed (0 when the call has none or outside MPI).
+    pub comm: u64,
+    pub entered: u64,
+    pub completed: u64,
+}
+
+/// Why a copy of the state could not be decoded.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum LayoutError {
+    #[error("{0} bytes is no strata PMPI state ({BYTES} bytes)")]
+    Short(usize),
+    #[error("no strata PMPI state (magic {0:#x})")]
+    NoMagic(u64),
+    #[error(
+        "strata PMPI layout version {0}, this strata reads version {VERSION}: use the library this strata writes out (`strata run`)"
+    )]
+    OtherVersion(u64),
+    #[error("the rank was writing its state: read again")]
+    Torn,
+    #[error("unknown MPI call index {0}")]
+    UnknownCall(u64),
+}
+
+/// Decodes a copy of the state's [`BYTES`] bytes.
+pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
+    if bytes.len() < BYTES {
+        return Err(LayoutError::Short(bytes.len()));
+    }
+    let w = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(b)
+    };
+    if w(word::MAGIC) != MAGIC {
+        return Err(LayoutError::NoMagic(w(word::MAGIC)));
+    }
+    if w(word::VERSION) != VERSION {
+        return Err(LayoutError::OtherVersion(w(word::VERSION)));
+    }
+    if w(word::SEQUENCE) % 2 == 1 {
+        return Err(LayoutError::Torn);
+    }
+    let index = w(word::CALL);
+    let call = match usize::try_from(index).ok().and_then(|i| CALLS.get(i)) {
+        Some(&"") => None,
+        Some(name) => Some(*name),
+        None => return Err(LayoutError::UnknownCall(index)),
+    };
+    let optional = |v: u64| (v != NONE && call.is_some()).then_some(v as i64);
+    Ok(PmpiState {
+        call,
+        peer: optional(w(word::PEER)),
+        tag: optional(w(word::TAG)),
+        comm: if call.is_some() { w(word::COMM) } else { 0 },
+        entered: w(word::ENTERED),
+        completed: w(word::COMPLETED),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(words: &[(usize, u64)]) -> Vec<u8> {
+        let mut all = [0u64; WORDS];
+        all[word::MAGIC] = MAGIC;
+        all[word::VERSION] = VERSION;
+        for &(i, v) in words {
+            all[i] = v;
+        }
+        all.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_rank_in_a_receive() {
+        let recv = call_index("MPI_Recv").unwrap();
+        let state = decode(&bytes(&[
+            (word::SEQUENCE, 4),
+            (word::CALL, recv),
+            (word::PEER, 3),
+            (word::TAG, (-1i64) as u64),
+            (word::COMM, 0x4400_0000),
+            (word::ENTERED, 7),
+            (word::COMPLETED, 6),
+        ]))
+        .unwrap();
+        assert_eq!(state.call, Some("MPI_Recv"));
+        assert_eq!((state.peer, state.tag), (Some(3), Some(-1)));
+        assert_eq!(state.comm, 0x4400_0000);
+        assert_eq!((state.entered, state.completed), (7, 6));
+    }
+
+    #[test]
+    fn outside_mpi_no_call_nor_arguments() {
+        let state = decode(&bytes(&[(word::PEER, 5), (word::ENTERED, 2)])).unwrap();
+        assert_eq!(state.call, None);
+        assert_eq!((state.peer, state.tag, state.comm), (None, None, 0));
+        let barrier = call_index("MPI_Barrier").unwrap();
+        let state = decode(&bytes(&[(word::CALL, barrier), (word::PEER, NONE)])).unwrap();
+        assert_eq!((state.call, state.peer), (Some("MPI_Barrier"), None));
+    }
+
+    #[test]
+    fn what_is_refused() {
+        assert_eq!(decode(&[0; 8]), Err(LayoutError::Short(8)));
+        let mut other = bytes(&[]);
+        other[0] ^= 1;
+        assert!(matches!(decode(&other), Err(LayoutError::NoMagic(_))));
+        assert_eq!(
+            decode(&bytes(&[(word::VERSION, 2)])),
+            Err(LayoutError::OtherVersion(2))
+        );
+        assert_eq!(
+            decode(&bytes(&[(word::SEQUENCE, 3)])),
+            Err(LayoutError::Torn)
+        );
+        assert_eq!(
+            decode(&bytes(&[(word::CALL, 999)])),
+            Err(LayoutError::UnknownCall(999))
+        );
+    }
+}

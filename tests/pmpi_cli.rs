@@ -1,0 +1,174 @@
+//! strata's PMPI library, `libstrata_pmpi.so` (the `pmpi` crate), on real Open MPI jobs
+//! with `mpirun -x LD_PRELOAD=...`: each rank's current MPI call and its arguments are read
+//! from the rank's memory (`/proc/PID/mem`, the rank never stopped) and decoded as
+//! `strata_proto::pmpi` lays them out; strata's views of a job running with the library
+//! are those without it; a job that completes prints the same with and without it.
+
+#[path = "support/mpi.rs"]
+mod mpi;
+mod support;
+#[path = "support/target.rs"]
+mod target;
+
+use mpi::MpiJob;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::process::Command;
+use strata_proto::pmpi::{self, PmpiState};
+use support::{parts, strata};
+
+/// The library, built beside the `strata` binary by `cargo build --workspace`.
+fn library() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_strata"));
+    let lib = bin.parent().unwrap().join("libstrata_pmpi.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: run `cargo build -p strata-pmpi` (tests/run-all.sh builds it)",
+        lib.display()
+    );
+    lib
+}
+
+/// Open MPI's `mpirun`, with the library preloaded in every rank.
+fn mpirun_with_library() -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-x"])
+        .arg(format!("LD_PRELOAD={}", library().display()))
+        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+/// Where the state lies in `pid`: the library's load address (its first mapping, at file
+/// offset 0) plus the symbol's value in its dynamic symbol table.
+fn state_address(pid: i32) -> u64 {
+    let lib = library();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let base = maps
+        .lines()
+        .find(|l| l.ends_with(lib.to_str().unwrap()))
+        .and_then(|l| l.split('-').next())
+        .map(|a| u64::from_str_radix(a, 16).unwrap())
+        .unwrap_or_else(|| panic!("rank {pid} has not loaded {}", lib.display()));
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm (binutils)");
+    let symbols = String::from_utf8_lossy(&nm.stdout);
+    let value = symbols
+        .lines()
+        .find(|l| l.ends_with(&format!(" {}", pmpi::SYMBOL)))
+        .and_then(|l| l.split_whitespace().next())
+        .map(|v| u64::from_str_radix(v, 16).unwrap())
+        .unwrap_or_else(|| panic!("{} does not export {}", lib.display(), pmpi::SYMBOL));
+    base + value
+}
+
+/// The rank's state, read from its memory while it runs (a torn copy is read again).
+fn read_state(pid: i32) -> PmpiState {
+    let at = state_address(pid);
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    for _ in 0..100 {
+        let mut bytes = vec![0u8; pmpi::BYTES];
+        mem.seek(SeekFrom::Start(at)).unwrap();
+        mem.read_exact(&mut bytes).unwrap();
+        match pmpi::decode(&bytes) {
+            Err(pmpi::LayoutError::Torn) => continue,
+            other => return other.unwrap_or_else(|e| panic!("rank {pid}: {e}")),
+        }
+    }
+    panic!("rank {pid}: the state was torn 100 times in a row");
+}
+
+#[test]
+fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
+    let exe = target::compile_with("mpicc", "mpi_matrix.c", "mpi_matrix_pmpi", &["-O0", "-g"]);
+    let job = MpiJob::launch_with(mpirun_with_library(), &exe, 4);
+    let states: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
+    let context = format!("{states:#?}");
+    let calls: Vec<Option<&str>> = states.iter().map(|s| s.call).collect();
+    assert_eq!(
+        calls,
+        [
+            Some("MPI_Recv"),
+            Some("MPI_Waitall"),
+            Some("MPI_Barrier"),
+            Some("MPI_Finalize")
+        ],
+        "{context}"
+    );
+    // Rank 0 receives from rank 3 with tag 0 on MPI_COMM_WORLD; Open MPI's handle is a
+    // pointer to ompi_mpi_comm_world, at another address in each rank (the handle as
+    // passed is no identity across ranks).
+    assert_eq!(
+        (states[0].peer, states[0].tag),
+        (Some(3), Some(0)),
+        "{context}"
+    );
+    for rank in [0, 2] {
+        assert!(states[rank].comm > 0xffff_ffff, "a pointer: {context}");
+    }
+    assert_eq!((states[2].peer, states[2].tag), (None, None), "{context}");
+    for s in &states {
+        assert_eq!(s.entered, s.completed + 1, "one call open: {context}");
+    }
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+
+    // strata's view of the job is the one without the library: the wrappers' frames are
+    // the calls' entries, named by their C names.
+    let launcher = job.mpirun.id().to_string();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "3",
+        "--no-files",
+        "--no-verdict",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let classes = mpi::class_lines(&text);
+    let ends: Vec<&str> = classes
+        .iter()
+        .map(|l| l.rsplit(" > ").next().unwrap())
+        .collect();
+    assert_eq!(
+        ends,
+        ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"],
+        "{text}"
+    );
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}
+
+#[test]
+fn a_job_with_the_library_completes_with_the_same_output() {
+    let exe = target::compile_with("mpicc", "pmpi_exchange.c", "pmpi_exchange", &["-O1"]);
+    let run = |mut c: Command| {
+        let out = c
+            .args(["-n", "3"])
+            .arg(&exe)
+            .output()
+            .expect("mpirun (tests/run-all.sh installs Open MPI)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut plain = Command::new("mpirun");
+    plain
+        .arg("--oversubscribe")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let without = run(plain);
+    let with = run(mpirun_with_library());
+    assert!(without.starts_with("checksum "), "{without}");
+    assert_eq!(with, without);
+}
