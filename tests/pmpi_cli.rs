@@ -11,10 +11,11 @@ mod support;
 mod target;
 
 use mpi::MpiJob;
+use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::Command;
-use strata_proto::pmpi::{self, PmpiState};
+use strata_proto::pmpi::{self, CommWord, PeerWord, PmpiState};
 use support::{parts, strata};
 
 /// The library, built beside the `strata` binary by `cargo build --workspace`.
@@ -99,16 +100,24 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
         ],
         "{context}"
     );
-    // Rank 0 receives from rank 3 with tag 0 on MPI_COMM_WORLD; Open MPI's handle is a
-    // pointer to ompi_mpi_comm_world, at another address in each rank (the handle as
-    // passed is no identity across ranks).
+    // Rank 0 receives from rank 3 with tag 0 on MPI_COMM_WORLD (Open MPI's handle is a
+    // pointer to ompi_mpi_comm_world, at another address in each rank: the library says
+    // which communicator it is).
     assert_eq!(
         (states[0].peer, states[0].tag),
-        (Some(3), Some(0)),
+        (Some(PeerWord::Rank(3)), Some(0)),
         "{context}"
     );
     for rank in [0, 2] {
         assert!(states[rank].comm > 0xffff_ffff, "a pointer: {context}");
+        assert_eq!(
+            states[rank].communicator,
+            Some(CommWord::World),
+            "{context}"
+        );
+    }
+    for (rank, s) in states.iter().enumerate() {
+        assert_eq!(s.world_rank, Some(rank as i64), "{context}");
     }
     assert_eq!((states[2].peer, states[2].tag), (None, None), "{context}");
     for s in &states {
@@ -121,6 +130,27 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
     // strata's view of the job is the one without the library: the wrappers' frames are
     // the calls' entries, named by their C names.
     let launcher = job.mpirun.id().to_string();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "3",
+        "--json",
+        "--no-files",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let records: Vec<&Value> = result["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["pmpi"])
+        .collect();
+    assert_eq!(records[0]["call"], "MPI_Recv", "{records:#?}");
+    assert_eq!(records[0]["peer"]["rank"], 3, "{records:#?}");
+    assert_eq!(records[0]["communicator"], "world", "{records:#?}");
+    assert_eq!(records[2]["call"], "MPI_Barrier", "{records:#?}");
     let (code, text, err) = parts(&strata(&[
         "attach",
         "--launcher-pid",
@@ -171,4 +201,45 @@ fn a_job_with_the_library_completes_with_the_same_output() {
     let with = run(mpirun_with_library());
     assert!(without.starts_with("checksum "), "{without}");
     assert_eq!(with, without);
+}
+
+/// `tests/hangs/split_missing.c`: rank 0 waits in an allreduce on the half {0,2} that
+/// `MPI_Comm_split` made, which rank 2 skipped for the barrier on the world where ranks 1
+/// and 3 wait. Without the library the half's members are unknown and the verdict leaves it
+/// undecided (the corpus checks that); with it, the members are known and the mismatch is
+/// proved.
+#[test]
+fn a_sub_communicator_collective_missing_a_member_is_decided_with_the_library() {
+    let exe = target::compile_with(
+        "mpicc",
+        "../../../tests/hangs/split_missing.c",
+        "split_missing_pmpi",
+        &["-O0", "-g"],
+    );
+    let job = MpiJob::launch_with(mpirun_with_library(), &exe, 4);
+    let launcher = job.mpirun.id().to_string();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        "3",
+        "--json",
+        "--no-files",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let half = &result["ranks"][0]["pmpi"];
+    assert_eq!(half["call"], "MPI_Allreduce", "{half:#}");
+    assert_eq!(
+        half["communicator"]["members"],
+        serde_json::json!([0, 2]),
+        "{half:#}"
+    );
+    let verdict = &result["verdict"];
+    assert_eq!(verdict["kind"], "collective_mismatch", "{verdict:#}");
+    assert_eq!(verdict["confidence"], "proved", "{verdict:#}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
 }

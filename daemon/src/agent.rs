@@ -770,6 +770,7 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
                 no_debug_info: t.no_debug_info,
                 build_id: t.build_id.clone(),
                 samples_ok: t.samples_ok,
+                pmpi: t.pmpi.as_ref().map(pmpi_note),
             })
             .collect(),
         missing: vec![],
@@ -777,6 +778,44 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
         started_us: unix_us(s.started),
         finished_us: unix_us(s.finished),
         stats: vec![],
+    }
+}
+
+/// A task's PMPI record as the wire carries it.
+fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::overlay::PmpiNote {
+    use strata_proto::pmpi::{CommWord, PeerWord};
+    let read = match read {
+        Ok(read) => read,
+        Err(e) => {
+            return strata_proto::overlay::PmpiNote {
+                error: Some(e.clone()),
+                ..Default::default()
+            };
+        }
+    };
+    let s = &read.state;
+    strata_proto::overlay::PmpiNote {
+        error: None,
+        call: s.call.unwrap_or_default().to_string(),
+        peer: match s.peer {
+            Some(PeerWord::Rank(r)) => Some(r),
+            _ => None,
+        },
+        any_source: s.peer == Some(PeerWord::AnySource),
+        proc_null: s.peer == Some(PeerWord::ProcNull),
+        tag: s.tag,
+        communicator: match s.communicator {
+            None => "",
+            Some(CommWord::World) => "world",
+            Some(CommWord::Itself) => "self",
+            Some(CommWord::Members { .. }) => "members",
+            Some(CommWord::Unknown) => "unknown",
+        }
+        .to_string(),
+        members: read.members.clone(),
+        entered: s.entered,
+        completed: s.completed,
+        world_rank: s.world_rank,
     }
 }
 

@@ -354,6 +354,15 @@ impl Image {
         })
     }
 
+    /// The address of a data object by name (an exported variable, such as the PMPI
+    /// library's state).
+    pub fn data_symbol_address(&self, name: &str) -> Option<u64> {
+        self.data_symbols
+            .iter()
+            .find(|s| &self.symbol_names[s.name.start as usize..s.name.end as usize] == name)
+            .map(|s| s.address)
+    }
+
     pub fn symbol_address(&self, name: &str) -> Option<u64> {
         self.symbols
             .iter()

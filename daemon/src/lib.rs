@@ -38,6 +38,7 @@ pub mod capture;
 pub mod discovery;
 pub mod images;
 pub mod memory;
+pub mod pmpi;
 pub mod procfs;
 pub mod sampler;
 pub mod stack_text;

@@ -84,6 +84,9 @@ pub struct TaskReport {
     pub waits_on_threads: bool,
     /// The executable has no debug information: frames carry no file and line.
     pub no_debug_info: bool,
+    /// The state strata's PMPI library published in the task, read right after its last
+    /// sample; `None` when the task has not loaded the library.
+    pub pmpi: Option<Result<crate::pmpi::PmpiRead, String>>,
 }
 
 /// A sampled thread: thread indices in the trees index [`Sampled::threads`].
@@ -276,6 +279,13 @@ impl Sampler {
             progress(taken);
         }
 
+        // The PMPI library's record of each task's call, read without stopping it, as near
+        // the last sample as can be.
+        for (report, &pid) in reports.iter_mut().zip(&pids) {
+            if let Some((_, space)) = self.spaces.get(&pid) {
+                report.pmpi = crate::pmpi::read(space, &ProcessMemory::new(pid));
+            }
+        }
         for (task, thread, path) in not_stopped.never_stopped() {
             add_path(&mut tree_3d, &path, task, thread);
         }

@@ -1,66 +1,49 @@
 //! `libstrata_pmpi.so`: strata's optional PMPI library, loaded into the ranks with
 //! `LD_PRELOAD`. It wraps MPI calls, forwards each to the MPI library's own (found with
-//! `dlsym(RTLD_NEXT, ...)`), and publishes the call a rank is in, with its arguments as
-//! passed, in the rank's memory ([`strata_pmpi_state`], laid out as
-//! `strata_proto::pmpi` says), where a daemon reads it without stopping the rank.
+//! `dlsym(RTLD_NEXT, ...)`), and publishes the call a rank is in, with its arguments, in
+//! the rank's memory ([`state::strata_pmpi_state`], laid out as `strata_proto::pmpi`
+//! says), where a daemon reads it without stopping the rank.
+//!
+//! * [`state`]: the published words and the sequence lock they are written under.
+//! * [`abi`]: the MPI library below: its functions and its ABI's handles and constants.
+//! * [`comms`]: communicators as world, self, or their members' world ranks.
+//!
+//! What a call records: its name; its peer as a rank of its communicator (the source of a
+//! receive, the destination of a send, the root of a rooted collective; `MPI_ANY_SOURCE`
+//! and `MPI_PROC_NULL` whatever the library's values), its tag, its communicator, and
+//! counts of calls entered and completed. Only the outermost wrapped call of a thread is
+//! recorded (a library calling itself is not the program's call).
 //!
 //! Inert where MPI is not: nothing runs when the library loads, so a launcher, a proxy or a
 //! shell that `LD_PRELOAD` reaches too only carries the exported symbols, which nothing
 //! calls.
 //!
-//! So far (the first part of the library): the blocking calls of `strata_proto::pmpi::CALLS`
-//! from C, by their `MPI_` names. Not yet: the `PMPI_` entries that Fortran bindings call,
-//! peers translated to world ranks, communicator membership, requests, per-call-site
-//! counters, a thread other than the first one in MPI at a time (`MPI_THREAD_MULTIPLE`).
+//! Not yet: the `PMPI_` entries that Fortran bindings call, requests (`MPI_Isend`,
+//! `MPI_Irecv` and the peers behind a wait), per-call-site counters, more than one thread
+//! in MPI at a time (`MPI_THREAD_MULTIPLE`: the last thread to enter is recorded).
 //!
 //! This crate is the workspace's exception to `unsafe_code = "deny"`: wrapping C functions
 //! is calling and being called through raw function pointers. Each `unsafe` block says why
-//! it holds. No panic can unwind into C: recording never panics (atomic stores only), and
-//! an `extern "C"` function that panicked would abort, not unwind.
+//! it holds. No panic can unwind into C: recording does not panic (atomic stores, a map
+//! lookup), and an `extern "C"` function that panicked would abort, not unwind.
 #![allow(unsafe_code)]
 
+pub mod abi;
+pub mod comms;
+pub mod state;
+
 use std::cell::Cell;
-use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use strata_proto::pmpi::{self, NONE, word};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use strata_proto::pmpi::{self, NONE, comm, word};
 
-/// The words the daemon reads (see `strata_proto::pmpi`). Its name is the contract: the
-/// daemon finds it in the library's dynamic symbol table.
-#[allow(non_upper_case_globals)]
-#[unsafe(no_mangle)]
-pub static strata_pmpi_state: State = State::new();
-
-/// The state's words, one cache line apart from anything else.
-#[derive(Debug)]
-#[repr(C, align(64))]
-pub struct State([AtomicU64; pmpi::WORDS]);
-
-impl State {
-    const fn new() -> State {
-        let mut words = [const { AtomicU64::new(0) }; pmpi::WORDS];
-        words[word::MAGIC] = AtomicU64::new(pmpi::MAGIC);
-        words[word::VERSION] = AtomicU64::new(pmpi::VERSION);
-        State(words)
-    }
-
-    fn set(&self, i: usize, v: u64) {
-        self.0[i].store(v, Ordering::Relaxed);
-    }
-
-    /// Writes under the sequence lock: odd while writing, even again after.
-    fn publish(&self, write: impl FnOnce(&State)) {
-        self.0[word::SEQUENCE].fetch_add(1, Ordering::AcqRel);
-        write(self);
-        self.0[word::SEQUENCE].fetch_add(1, Ordering::AcqRel);
-    }
-}
+use state::strata_pmpi_state;
 
 thread_local! {
     /// How deep this thread is in wrapped calls: only the outermost one is the program's.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The arguments of a call that the state records.
+/// The arguments of a call that the state records, as received.
 struct Args {
     peer: Option<u64>,
     tag: Option<u64>,
@@ -81,12 +64,27 @@ impl Call {
         });
         let outermost = depth == 0;
         if outermost {
+            record_world_rank();
+            let abi = abi::abi();
+            let peer = args.peer.map_or(NONE, |raw| match abi::int(raw) {
+                r if r == abi.any_source => pmpi::ANY_SOURCE,
+                r if r == abi.proc_null => pmpi::PROC_NULL,
+                r => i64::from(r) as u64,
+            });
+            let handle = args.comm.map(|raw| abi.handle(raw));
+            let described = handle.map(comms::describe);
             strata_pmpi_state.publish(|s| {
                 s.set(word::CALL, index);
-                s.set(word::PEER, args.peer.map_or(NONE, int));
-                s.set(word::TAG, args.tag.map_or(NONE, int));
-                s.set(word::COMM, args.comm.map_or(0, handle));
-                s.0[word::ENTERED].fetch_add(1, Ordering::Relaxed);
+                s.set(word::PEER, peer);
+                s.set(
+                    word::TAG,
+                    args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
+                );
+                s.set(word::COMM, handle.unwrap_or(0));
+                s.set(word::COMM_KIND, described.map_or(comm::NONE, |d| d.kind));
+                s.set(word::COMM_SIZE, described.map_or(0, |d| d.size));
+                s.set(word::COMM_MEMBERS, described.map_or(0, |d| d.members));
+                s.add(word::ENTERED, 1);
             });
         }
         Call { outermost }
@@ -99,53 +97,28 @@ impl Drop for Call {
         if self.outermost {
             strata_pmpi_state.publish(|s| {
                 s.set(word::CALL, 0);
-                s.0[word::COMPLETED].fetch_add(1, Ordering::Relaxed);
+                s.add(word::COMPLETED, 1);
             });
         }
     }
 }
 
-/// An `int` argument as received in a 64-bit register or stack slot: the low 32 bits are
-/// the value (the upper ones are whatever the caller left), sign-extended.
-fn int(raw: u64) -> u64 {
-    raw as u32 as i32 as i64 as u64
-}
-
-/// A handle argument (`MPI_Comm`): a pointer in Open MPI, an `int` in MPICH and Intel MPI,
-/// told apart by the library loaded (Open MPI's world communicator is a symbol).
-fn handle(raw: u64) -> u64 {
-    static POINTERS: AtomicUsize = AtomicUsize::new(0); // 0 unknown, 1 pointers, 2 ints
-    let mut kind = POINTERS.load(Ordering::Relaxed);
-    if kind == 0 {
-        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks a symbol up.
-        let ompi = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"ompi_mpi_comm_world".as_ptr()) };
-        kind = if ompi.is_null() { 2 } else { 1 };
-        POINTERS.store(kind, Ordering::Relaxed);
+/// The rank's world rank, asked once, at its first wrapped call (MPI is initialised then:
+/// every wrapped call needs it).
+fn record_world_rank() {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::Relaxed) {
+        return;
     }
-    if kind == 1 { raw } else { raw as u32 as u64 }
-}
-
-/// The MPI library's own function `name`, looked up once into `slot`. Called only from a
-/// wrapper, that is, by a program that calls MPI: if no library below this one defines it,
-/// the program could not run without this library either, and it stops with that message.
-fn real(name: &CStr, slot: &AtomicUsize) -> usize {
-    let known = slot.load(Ordering::Relaxed);
-    if known != 0 {
-        return known;
+    static RANK: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: the MPI library's PMPI_Comm_rank(MPI_Comm, int *), the handle as a word.
+    let rank_of: unsafe extern "C" fn(u64, *mut i32) -> i32 =
+        unsafe { std::mem::transmute(abi::function(c"PMPI_Comm_rank", &RANK, false)) };
+    let mut rank = -1;
+    // SAFETY: the world communicator and a pointer to a local integer.
+    if unsafe { rank_of(abi::abi().comm_world, &mut rank) } == 0 && rank >= 0 {
+        strata_pmpi_state.publish(|s| s.set(word::WORLD_RANK, rank as u64));
     }
-    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up in the
-    // objects loaded after this one.
-    let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-    if found == 0 {
-        eprintln!(
-            "libstrata_pmpi: {} is not defined by any library loaded after it: \
-             the program is not an MPI program linked dynamically",
-            name.to_string_lossy()
-        );
-        std::process::abort();
-    }
-    slot.store(found, Ordering::Relaxed);
-    found
 }
 
 /// Defines the wrapper of one MPI call: its C parameters, received as 64-bit words (an
@@ -159,12 +132,13 @@ macro_rules! wrap {
         /// Called by the program as the MPI function of this name, with its arguments.
         pub unsafe extern "C" fn $name($($arg: u64),*) -> i32 {
             static REAL: AtomicUsize = AtomicUsize::new(0);
-            let index = pmpi::call_index(stringify!($name)).expect("a wrapped call is listed");
-            let address = real(
-                // SAFETY: the literal ends in the NUL that concat! adds.
-                unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                &REAL,
-            );
+            const NAME: &std::ffi::CStr =
+                match std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            let index = pmpi::call_index(stringify!($name)).unwrap_or(0);
+            let address = abi::function(NAME, &REAL, true);
             // SAFETY: `address` is the MPI library's function of the same name, whose C
             // signature takes these arguments in these places and returns an `int`.
             let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
@@ -186,3 +160,41 @@ wrap!(MPI_Bcast(buf, count, datatype, root, comm) peer = Some(root), tag = None,
 wrap!(MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Finalize() peer = None, tag = None, comm = None);
+
+/// `MPI_Comm_free(MPI_Comm *comm)`: forwarded, then the communicator forgotten (MPICH
+/// hands its handle out again).
+///
+/// # Safety
+/// Called by the program as `MPI_Comm_free`, with a pointer to a communicator handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut u64) -> i32 {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    let address = abi::function(c"MPI_Comm_free", &REAL, true);
+    // SAFETY: the MPI library's MPI_Comm_free, which takes the same pointer.
+    let forward: unsafe extern "C" fn(*mut u64) -> i32 = unsafe { std::mem::transmute(address) };
+    let abi = abi::abi();
+    // SAFETY: the program's pointer to its handle, valid for the call: an `int` handle is
+    // read as the 4 bytes it is, a pointer handle as 8.
+    let handle = unsafe {
+        if abi.pointers {
+            comm.read_unaligned()
+        } else {
+            u64::from((comm as *const u32).read_unaligned())
+        }
+    };
+    let index = pmpi::call_index("MPI_Comm_free").unwrap_or(0);
+    let rc = {
+        let _call = Call::enter(
+            index,
+            Args {
+                peer: None,
+                tag: None,
+                comm: Some(handle),
+            },
+        );
+        // SAFETY: the program's own argument, passed on unchanged.
+        unsafe { forward(comm) }
+    };
+    comms::forget(handle);
+    rc
+}

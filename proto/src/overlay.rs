@@ -469,6 +469,41 @@ pub struct TaskNote {
     pub build_id: Option<String>,
     #[prost(uint32, tag = "7")]
     pub samples_ok: u32,
+    /// What strata's PMPI library recorded in the task (absent: not loaded).
+    #[prost(message, optional, tag = "8")]
+    pub pmpi: Option<PmpiNote>,
+}
+
+/// A task's MPI call as strata's PMPI library recorded it (`crate::pmpi`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiNote {
+    /// Why the record could not be read (another layout version, ...); nothing else is set.
+    #[prost(string, optional, tag = "1")]
+    pub error: Option<String>,
+    /// The call's C name; empty outside MPI.
+    #[prost(string, tag = "2")]
+    pub call: String,
+    /// The peer, a rank of the call's communicator.
+    #[prost(sint64, optional, tag = "3")]
+    pub peer: Option<i64>,
+    #[prost(bool, tag = "4")]
+    pub any_source: bool,
+    #[prost(bool, tag = "5")]
+    pub proc_null: bool,
+    #[prost(sint64, optional, tag = "6")]
+    pub tag: Option<i64>,
+    /// `world`, `self`, `members`, `unknown`, or empty when the call has none.
+    #[prost(string, tag = "7")]
+    pub communicator: String,
+    /// With `members`: world rank of each rank of the communicator.
+    #[prost(uint32, repeated, tag = "8")]
+    pub members: Vec<u32>,
+    #[prost(uint64, tag = "9")]
+    pub entered: u64,
+    #[prost(uint64, tag = "10")]
+    pub completed: u64,
+    #[prost(sint64, optional, tag = "11")]
+    pub world_rank: Option<i64>,
 }
 
 /// Ranks whose full stacks are wanted.

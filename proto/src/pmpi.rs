@@ -25,6 +25,11 @@ pub const BYTES: usize = WORDS * 8;
 /// A peer or tag word that the call has none of (`MPI_Barrier` has no peer).
 pub const NONE: u64 = i64::MIN as u64;
 
+/// A peer word for `MPI_ANY_SOURCE` (whatever the library's own value).
+pub const ANY_SOURCE: u64 = (i64::MIN + 1) as u64;
+/// A peer word for `MPI_PROC_NULL`.
+pub const PROC_NULL: u64 = (i64::MIN + 2) as u64;
+
 /// Index of each word.
 pub mod word {
     pub const MAGIC: usize = 0;
@@ -33,7 +38,9 @@ pub mod word {
     pub const SEQUENCE: usize = 2;
     /// The current call's index in [`super::CALLS`]; 0 outside MPI.
     pub const CALL: usize = 3;
-    /// The peer rank as passed (in the call's communicator), or [`super::NONE`].
+    /// The peer (a rank of the call's communicator: the source of a receive, the
+    /// destination of a send, the root of a rooted collective), [`super::ANY_SOURCE`],
+    /// [`super::PROC_NULL`], or [`super::NONE`].
     pub const PEER: usize = 4;
     /// The tag as passed, or [`super::NONE`].
     pub const TAG: usize = 5;
@@ -44,7 +51,34 @@ pub mod word {
     pub const ENTERED: usize = 7;
     /// MPI calls completed since the library loaded.
     pub const COMPLETED: usize = 8;
+    /// What the communicator is, one of [`super::comm`].
+    pub const COMM_KIND: usize = 9;
+    /// The communicator's size (with [`super::comm::MEMBERS`]).
+    pub const COMM_SIZE: usize = 10;
+    /// With [`super::comm::MEMBERS`]: the address, in the rank, of `COMM_SIZE` 32-bit
+    /// world ranks, rank *n* of the communicator first at *n*. The array stays while the
+    /// communicator exists.
+    pub const COMM_MEMBERS: usize = 11;
+    /// The rank's own rank in `MPI_COMM_WORLD`, or [`super::NONE`] before it is known.
+    pub const WORLD_RANK: usize = 12;
 }
+
+/// The values of [`word::COMM_KIND`].
+pub mod comm {
+    /// The call has no communicator, or the rank is outside MPI.
+    pub const NONE: u64 = 0;
+    pub const WORLD: u64 = 1;
+    pub const SELF: u64 = 2;
+    /// Another communicator whose members the library translated to world ranks.
+    pub const MEMBERS: u64 = 3;
+    /// Another communicator whose members are not known (an intercommunicator, or the
+    /// library could not ask).
+    pub const UNKNOWN: u64 = 4;
+}
+
+/// At most this many members are read from a rank (a bound on what a rank's memory can
+/// make a daemon allocate).
+pub const MAX_MEMBERS: u64 = 1 << 24;
 
 /// The calls the library wraps, by index (index 0: none).
 pub const CALLS: &[&str] = &[
@@ -59,6 +93,7 @@ pub const CALLS: &[&str] = &[
     "MPI_Reduce",
     "MPI_Allreduce",
     "MPI_Finalize",
+    "MPI_Comm_free",
 ];
 
 /// The index of `name` in [`CALLS`].
@@ -66,17 +101,40 @@ pub fn call_index(name: &str) -> Option<u64> {
     CALLS.iter().position(|c| *c == name).map(|i| i as u64)
 }
 
+/// A peer as the library recorded it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerWord {
+    Rank(i64),
+    AnySource,
+    ProcNull,
+}
+
+/// A communicator as the library recorded it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommWord {
+    World,
+    Itself,
+    /// `size` members, whose world ranks lie at `address` in the rank.
+    Members {
+        size: u64,
+        address: u64,
+    },
+    Unknown,
+}
+
 /// A rank's state, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PmpiState {
     /// The MPI call the rank is in, by its C name; `None` outside MPI.
     pub call: Option<&'static str>,
-    pub peer: Option<i64>,
+    pub peer: Option<PeerWord>,
     pub tag: Option<i64>,
     /// The communicator's handle as passed (0 when the call has none or outside MPI).
     pub comm: u64,
+    pub communicator: Option<CommWord>,
     pub entered: u64,
     pub completed: u64,
+    pub world_rank: Option<i64>,
 }
 
 /// Why a copy of the state could not be decoded.
@@ -121,14 +179,35 @@ pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
         Some(name) => Some(*name),
         None => return Err(LayoutError::UnknownCall(index)),
     };
-    let optional = |v: u64| (v != NONE && call.is_some()).then_some(v as i64);
+    let in_call = call.is_some();
+    let optional = |v: u64| (v != NONE && in_call).then_some(v as i64);
+    let peer = match w(word::PEER) {
+        _ if !in_call => None,
+        NONE => None,
+        ANY_SOURCE => Some(PeerWord::AnySource),
+        PROC_NULL => Some(PeerWord::ProcNull),
+        v => Some(PeerWord::Rank(v as i64)),
+    };
+    let communicator = match w(word::COMM_KIND) {
+        _ if !in_call => None,
+        comm::NONE => None,
+        comm::WORLD => Some(CommWord::World),
+        comm::SELF => Some(CommWord::Itself),
+        comm::MEMBERS => Some(CommWord::Members {
+            size: w(word::COMM_SIZE),
+            address: w(word::COMM_MEMBERS),
+        }),
+        _ => Some(CommWord::Unknown),
+    };
     Ok(PmpiState {
         call,
-        peer: optional(w(word::PEER)),
+        peer,
         tag: optional(w(word::TAG)),
-        comm: if call.is_some() { w(word::COMM) } else { 0 },
+        comm: if in_call { w(word::COMM) } else { 0 },
+        communicator,
         entered: w(word::ENTERED),
         completed: w(word::COMPLETED),
+        world_rank: (w(word::WORLD_RANK) != NONE).then_some(w(word::WORLD_RANK) as i64),
     })
 }
 
@@ -155,24 +234,57 @@ mod tests {
             (word::PEER, 3),
             (word::TAG, (-1i64) as u64),
             (word::COMM, 0x4400_0000),
+            (word::COMM_KIND, comm::MEMBERS),
+            (word::COMM_SIZE, 2),
+            (word::COMM_MEMBERS, 0x7000),
+            (word::WORLD_RANK, 1),
             (word::ENTERED, 7),
             (word::COMPLETED, 6),
         ]))
         .unwrap();
         assert_eq!(state.call, Some("MPI_Recv"));
-        assert_eq!((state.peer, state.tag), (Some(3), Some(-1)));
+        assert_eq!((state.peer, state.tag), (Some(PeerWord::Rank(3)), Some(-1)));
         assert_eq!(state.comm, 0x4400_0000);
+        assert_eq!(
+            state.communicator,
+            Some(CommWord::Members {
+                size: 2,
+                address: 0x7000
+            })
+        );
+        assert_eq!(state.world_rank, Some(1));
         assert_eq!((state.entered, state.completed), (7, 6));
     }
 
     #[test]
     fn outside_mpi_no_call_nor_arguments() {
-        let state = decode(&bytes(&[(word::PEER, 5), (word::ENTERED, 2)])).unwrap();
+        let state = decode(&bytes(&[
+            (word::PEER, 5),
+            (word::COMM_KIND, comm::WORLD),
+            (word::WORLD_RANK, NONE),
+            (word::ENTERED, 2),
+        ]))
+        .unwrap();
         assert_eq!(state.call, None);
         assert_eq!((state.peer, state.tag, state.comm), (None, None, 0));
+        assert_eq!((state.communicator, state.world_rank), (None, None));
         let barrier = call_index("MPI_Barrier").unwrap();
-        let state = decode(&bytes(&[(word::CALL, barrier), (word::PEER, NONE)])).unwrap();
+        let state = decode(&bytes(&[
+            (word::CALL, barrier),
+            (word::PEER, NONE),
+            (word::COMM_KIND, comm::WORLD),
+        ]))
+        .unwrap();
         assert_eq!((state.call, state.peer), (Some("MPI_Barrier"), None));
+        assert_eq!(state.communicator, Some(CommWord::World));
+        let recv = call_index("MPI_Recv").unwrap();
+        for (word_value, peer) in [
+            (ANY_SOURCE, PeerWord::AnySource),
+            (PROC_NULL, PeerWord::ProcNull),
+        ] {
+            let state = decode(&bytes(&[(word::CALL, recv), (word::PEER, word_value)])).unwrap();
+            assert_eq!(state.peer, Some(peer));
+        }
     }
 
     #[test]

@@ -190,6 +190,7 @@ pub fn ring_result() -> StrataResult {
             build_id: Some("3f1c0d1e9a2b4c5d6e7f80912a3b4c5d6e7f8091".to_string()),
             state: Some(if r == 1 { "S" } else { "R" }.to_string()),
             error: None,
+            pmpi: None,
         })
         .collect();
     StrataResult {

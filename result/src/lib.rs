@@ -1,6 +1,6 @@
 //! The assembled result of a strata run and everything that reads or writes it: the model
 //! ([`StrataResult`]: the 2D and 3D prefix trees in rank order, with the job, ranks, threads,
-//! missing ranks and variable reads), its JSON file (`result.json`, strictly validated on
+//! missing ranks, variable reads and the PMPI library's records ([`pmpi`])), its JSON file (`result.json`, strictly validated on
 //! read), the renderings (terminal text, STAT-compatible DOT, folded stacks, JSON), the
 //! result directory, and the interface analyses use to draw on them ([`annotation`]).
 //!
@@ -14,6 +14,7 @@ pub mod annotation;
 pub mod directory;
 pub mod example;
 pub mod model;
+pub mod pmpi;
 pub mod render;
 pub mod variables;
 

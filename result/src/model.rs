@@ -88,6 +88,9 @@ pub struct RankInfo {
     /// Why this rank could not be (fully) sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What strata's PMPI library recorded in the rank, when it was loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmpi: Option<crate::pmpi::PmpiRecord>,
 }
 
 /// One sampled thread (only when threads were sampled): thread ids in the trees index this.

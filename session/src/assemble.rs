@@ -161,6 +161,7 @@ pub fn assemble(
         info.build_id = note.build_id.clone();
         info.state = (!note.state.is_empty()).then(|| note.state.clone());
         info.error = note.error.clone();
+        info.pmpi = note.pmpi.as_ref().map(|p| pmpi_record(p, job_size));
     }
     let thread_info = sampled
         .threads
@@ -285,4 +286,57 @@ fn runs_of(ranks: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
         }
     }
     runs
+}
+
+/// A rank's PMPI note as the result keeps it, bounded by the job: a member or peer outside
+/// the job makes the record an error, not a claim.
+fn pmpi_record(
+    note: &strata_proto::overlay::PmpiNote,
+    job_size: u32,
+) -> strata_result::pmpi::PmpiRecord {
+    use strata_result::pmpi::{PmpiCommunicator, PmpiPeer, PmpiRecord};
+    let refused = |why: String| PmpiRecord {
+        error: Some(why),
+        ..PmpiRecord::default()
+    };
+    if let Some(e) = &note.error {
+        return refused(e.clone());
+    }
+    let communicator = match note.communicator.as_str() {
+        "" => None,
+        "world" => Some(PmpiCommunicator::World),
+        "self" => Some(PmpiCommunicator::Itself),
+        "members" => {
+            if note.members.is_empty() || note.members.iter().any(|&r| r >= job_size) {
+                return refused(format!(
+                    "a communicator of {} members, some outside the job of {job_size}",
+                    note.members.len()
+                ));
+            }
+            Some(PmpiCommunicator::Members(note.members.clone()))
+        }
+        _ => Some(PmpiCommunicator::Unknown),
+    };
+    let peer = if note.any_source {
+        Some(PmpiPeer::AnySource)
+    } else if note.proc_null {
+        Some(PmpiPeer::ProcNull)
+    } else {
+        match note.peer {
+            None => None,
+            Some(p) => match u32::try_from(p) {
+                Ok(p) if p < job_size => Some(PmpiPeer::Rank(p)),
+                _ => return refused(format!("a peer {p} outside the job of {job_size}")),
+            },
+        }
+    };
+    PmpiRecord {
+        error: None,
+        call: (!note.call.is_empty()).then(|| note.call.clone()),
+        peer,
+        tag: note.tag,
+        communicator,
+        entered: note.entered,
+        completed: note.completed,
+    }
 }

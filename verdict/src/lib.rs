@@ -11,10 +11,10 @@
 //!   the program outside MPI, in a signal handler, exited) and whether its path moved
 //!   between samples (ParaStack's rule).
 //! * [`arguments`]: whom each blocked call waits for (its source, destination or root) and
-//!   on which communicator: the input the PMPI library will fill exactly;
-//!   [`from_source`] fills it best effort, from the call's source line and the calling
-//!   frame's variables (read by the daemons after sampling), with [`signature`] saying
-//!   which argument is which.
+//!   on which communicator. [`from_source`] fills it best effort, from the call's source
+//!   line and the calling frame's variables (read by the daemons after sampling), with
+//!   [`signature`] saying which argument is which; [`from_library`] replaces a rank's with
+//!   the exact record of strata's PMPI library where the rank has one.
 //! * [`graph`]: the wait-for graph over ranks (AND/OR, as in MUST), the ranks it proves
 //!   stuck and their cycles.
 //! * [`decide`]: one answer from those states and that graph: its kind, the ranks to debug
@@ -34,6 +34,7 @@ pub mod answer;
 pub mod arguments;
 pub mod decide;
 mod describe;
+pub mod from_library;
 pub mod from_source;
 pub mod graph;
 pub mod mpi_call;
@@ -76,7 +77,11 @@ impl Verdict {
         progress: Option<&ProgressOrder>,
     ) -> Verdict {
         let observations = observe::observe(result);
-        let arguments = from_source::arguments(result, &observations, sources);
+        let arguments = from_library::overlay(
+            result,
+            &observations,
+            from_source::arguments(result, &observations, sources),
+        );
         let mut behind = || match progress {
             Some(order) => behind(order),
             None => behind(&strata_progress::order::analyze(result, sources)),
