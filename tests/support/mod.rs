@@ -68,11 +68,24 @@ pub fn public_copies(exe: &std::path::Path) -> (tempfile::TempDir, PathBuf, Path
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("strata");
-    std::fs::copy(strata_bin(), &bin).unwrap();
+    copy_executable(&strata_bin(), &bin);
     let public_exe = dir.path().join(exe.file_name().unwrap());
-    std::fs::copy(exe, &public_exe).unwrap();
+    copy_executable(exe, &public_exe);
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, bin, public_exe)
+}
+
+/// Copies an executable in a child process (`cp`), never through a file descriptor of the
+/// test's own: another test thread that forks while this process holds the copy open for
+/// writing would carry that descriptor into its child until the child execs, and executing
+/// the copy meanwhile fails with "Text file busy".
+fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
 }
 
 /// A process as tests see it in `/proc` (the host's view, nodes' namespaces included).
