@@ -97,12 +97,22 @@ pub fn mpi_binary(source: &str, name: &str) -> PathBuf {
     let dir = Path::new("/tmp/strata-slurm/bin");
     std::fs::create_dir_all(dir).unwrap();
     let dst = dir.join(name);
-    std::fs::copy(&exe, &dst).unwrap();
+    // In a child: a copy made through this process's own descriptor could be inherited
+    // by a child another test thread forks meanwhile, and a node's exec of the binary would
+    // fail with "Text file busy" until that child execs (a rank missing from the job).
+    let status = Command::new("cp")
+        .arg(&exe)
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", exe.display(), dst.display());
     built.push((name.to_string(), dst.clone()));
     dst
 }
 
 /// Waits for `ranks` lines `rank R/N pid P host H` in `out`; returns the hosts by rank.
+/// What the launcher said on its error output (`err`, beside `out`) is in the message of a
+/// job that does not start.
 fn wait_for_ranks(out: &Path, ranks: usize, what: &str) -> Vec<String> {
     let end = Instant::now() + Duration::from_secs(60);
     loop {
@@ -124,7 +134,10 @@ fn wait_for_ranks(out: &Path, ranks: usize, what: &str) -> Vec<String> {
             std::thread::sleep(Duration::from_millis(500));
             return hosts;
         }
-        assert!(Instant::now() < end, "{what} did not start:\n{text}");
+        if Instant::now() >= end {
+            let err = std::fs::read_to_string(out.with_extension("err")).unwrap_or_default();
+            panic!("{what} did not start:\n{text}\nits error output:\n{err}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -171,7 +184,7 @@ pub fn srun_job(program: &Path, args: &[&str], kind: &str) -> SlurmJob {
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
         .spawn()
         .expect("srun (slurm-client)");
     std::thread::spawn(move || srun.wait());
