@@ -17,104 +17,25 @@
 
 #[path = "support/mpi.rs"]
 mod mpi;
+#[path = "support/stacks.rs"]
+mod stacks;
 mod support;
 #[path = "support/target.rs"]
 mod target;
 
 use mpi::MpiJob;
 use serde_json::Value;
+use stacks::Stack;
 use std::path::PathBuf;
-use std::process::Command;
-use support::{parts, repo_root, strata};
-
-/// One MPI stack: how to build for it and launch on it.
-#[derive(Clone, Copy, Debug)]
-enum Stack {
-    OpenMpi4,
-    Mpich4,
-    OpenMpi5,
-    Mpich5,
-    IntelMpi,
-}
-
-impl Stack {
-    fn name(self) -> &'static str {
-        match self {
-            Stack::OpenMpi4 => "openmpi4",
-            Stack::Mpich4 => "mpich4",
-            Stack::OpenMpi5 => "openmpi5",
-            Stack::Mpich5 => "mpich5",
-            Stack::IntelMpi => "impi",
-        }
-    }
-
-    /// A program of a PyPI stack's virtual environment (`tests/mpi/stacks.sh`).
-    fn venv(stack: &str, program: &str) -> PathBuf {
-        let p = repo_root()
-            .join("target/mpi-stacks")
-            .join(stack)
-            .join("bin")
-            .join(program);
-        assert!(
-            p.exists(),
-            "{} is missing: run `bash tests/mpi/stacks.sh` (tests/run-all.sh does)",
-            p.display()
-        );
-        p
-    }
-
-    /// The compiler wrapper for `language` (`c`, `fortran`), if the stack ships one.
-    fn compiler(self, language: &str) -> Option<PathBuf> {
-        Some(match (self, language) {
-            (Stack::OpenMpi4, "c") => PathBuf::from("mpicc.openmpi"),
-            (Stack::OpenMpi4, "fortran") => PathBuf::from("mpif90.openmpi"),
-            (Stack::Mpich4, "c") => PathBuf::from("mpicc.mpich"),
-            (Stack::Mpich4, "fortran") => PathBuf::from("mpif90.mpich"),
-            (Stack::OpenMpi5, "c") => Stack::venv("openmpi5", "mpicc"),
-            // Intel MPI's runtime has no compiler: MPICH's ABI is Intel MPI's.
-            (Stack::Mpich5 | Stack::IntelMpi, "c") => Stack::venv("mpich5", "mpicc"),
-            _ => return None,
-        })
-    }
-
-    /// The launcher, ready for `-n N PROGRAM`.
-    fn launcher(self) -> Command {
-        let (mut c, args): (Command, &[&str]) = match self {
-            Stack::OpenMpi4 => (Command::new("mpirun.openmpi"), &["--oversubscribe"]),
-            Stack::Mpich4 => (Command::new("mpiexec.mpich"), &[]),
-            Stack::OpenMpi5 => (
-                Command::new(Stack::venv("openmpi5", "mpirun")),
-                &["--oversubscribe"],
-            ),
-            Stack::Mpich5 => (Command::new(Stack::venv("mpich5", "mpiexec")), &[]),
-            Stack::IntelMpi => {
-                let mut c = Command::new(Stack::venv("impi", "mpiexec"));
-                let lib = repo_root().join("target/mpi-stacks/impi/lib");
-                c.env("LD_LIBRARY_PATH", lib);
-                (c, &[])
-            }
-        };
-        c.args(args)
-            // Root may run Open MPI 5 (PRRTE) only when told so, as Open MPI 4.
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("PRTE_ALLOW_RUN_AS_ROOT", "1")
-            .env("PRTE_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_mpi_yield_when_idle", "1");
-        c
-    }
-}
+use support::{parts, strata};
 
 /// `mpi_matrix` in `language` built for `stack`.
 fn build(stack: Stack, language: &str) -> PathBuf {
-    let compiler = stack
-        .compiler(language)
-        .unwrap_or_else(|| panic!("{stack:?} has no {language} compiler"));
     let (source, name) = match language {
         "fortran" => ("mpi_matrix.f90", format!("mpi_matrix_f_{}", stack.name())),
         _ => ("mpi_matrix.c", format!("mpi_matrix_{}", stack.name())),
     };
-    target::compile_with(compiler.to_str().unwrap(), source, &name, &["-O0", "-g"])
+    stack.build(language, source, &name)
 }
 
 /// The MPI call each rank of `mpi_matrix` is in.

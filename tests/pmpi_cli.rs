@@ -1,17 +1,22 @@
-//! strata's PMPI library, `libstrata_pmpi.so` (the `pmpi` crate), on real Open MPI jobs
-//! with `mpirun -x LD_PRELOAD=...`: each rank's current MPI call and its arguments are read
-//! from the rank's memory (`/proc/PID/mem`, the rank never stopped) and decoded as
-//! `strata_proto::pmpi` lays them out; strata's views of a job running with the library
-//! are those without it; a job that completes prints the same with and without it.
+//! strata's PMPI library, `libstrata_pmpi.so` (the `pmpi` crate), preloaded into real jobs
+//! on every MPI stack the suite installs (Open MPI's `mpirun -x LD_PRELOAD=...`, hydra's
+//! `mpiexec` passing its environment on): each rank's current MPI call and its arguments
+//! are read from the rank's memory (`/proc/PID/mem`, the rank never stopped) and decoded as
+//! `strata_proto::pmpi` lays them out; `strata attach` keeps them and its verdict uses them;
+//! strata's classes of a job running with the library are those without it; a job that
+//! completes prints the same with and without it.
 
 #[path = "support/mpi.rs"]
 mod mpi;
+#[path = "support/stacks.rs"]
+mod stacks;
 mod support;
 #[path = "support/target.rs"]
 mod target;
 
 use mpi::MpiJob;
 use serde_json::Value;
+use stacks::Stack;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,17 +33,6 @@ fn library() -> PathBuf {
         lib.display()
     );
     lib
-}
-
-/// Open MPI's `mpirun`, with the library preloaded in every rank.
-fn mpirun_with_library() -> Command {
-    let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-x"])
-        .arg(format!("LD_PRELOAD={}", library().display()))
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    c
 }
 
 /// Where the state lies in `pid`: the library's load address (its first mapping, at file
@@ -85,10 +79,16 @@ fn read_state(pid: i32) -> PmpiState {
 
 #[test]
 fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
-    let exe = target::compile_with("mpicc", "mpi_matrix.c", "mpi_matrix_pmpi", &["-O0", "-g"]);
-    let job = MpiJob::launch_with(mpirun_with_library(), &exe, 4);
+    for stack in Stack::ALL {
+        calls_and_arguments_on(stack);
+    }
+}
+
+fn calls_and_arguments_on(stack: Stack) {
+    let exe = stack.build("c", "mpi_matrix.c", &format!("mpi_matrix_{}", stack.name()));
+    let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
     let states: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
-    let context = format!("{states:#?}");
+    let context = format!("{stack:?}: {states:#?}");
     let calls: Vec<Option<&str>> = states.iter().map(|s| s.call).collect();
     assert_eq!(
         calls,
@@ -101,15 +101,20 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
         "{context}"
     );
     // Rank 0 receives from rank 3 with tag 0 on MPI_COMM_WORLD (Open MPI's handle is a
-    // pointer to ompi_mpi_comm_world, at another address in each rank: the library says
-    // which communicator it is).
+    // pointer to ompi_mpi_comm_world, at another address in each rank; MPICH's and Intel
+    // MPI's the int 0x44000000: the library says which communicator it is).
     assert_eq!(
         (states[0].peer, states[0].tag),
         (Some(PeerWord::Rank(3)), Some(0)),
         "{context}"
     );
     for rank in [0, 2] {
-        assert!(states[rank].comm > 0xffff_ffff, "a pointer: {context}");
+        match stack {
+            Stack::OpenMpi4 | Stack::OpenMpi5 => {
+                assert!(states[rank].comm > 0xffff_ffff, "a pointer: {context}")
+            }
+            _ => assert_eq!(states[rank].comm, 0x4400_0000, "{context}"),
+        }
         assert_eq!(
             states[rank].communicator,
             Some(CommWord::World),
@@ -139,7 +144,7 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
         "--json",
         "--no-files",
     ]));
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{stack:?}: {err}");
     let result: Value = serde_json::from_str(&text).unwrap();
     let records: Vec<&Value> = result["ranks"]
         .as_array()
@@ -160,7 +165,7 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
         "--no-files",
         "--no-verdict",
     ]));
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{stack:?}: {err}");
     let classes = mpi::class_lines(&text);
     let ends: Vec<&str> = classes
         .iter()
@@ -169,7 +174,7 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
     assert_eq!(
         ends,
         ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"],
-        "{text}"
+        "{stack:?}: {text}"
     );
     for &pid in &job.ranks {
         target::assert_free(pid);
@@ -178,29 +183,30 @@ fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
 
 #[test]
 fn a_job_with_the_library_completes_with_the_same_output() {
-    let exe = target::compile_with("mpicc", "pmpi_exchange.c", "pmpi_exchange", &["-O1"]);
-    let run = |mut c: Command| {
-        let out = c
-            .args(["-n", "3"])
-            .arg(&exe)
-            .output()
-            .expect("mpirun (tests/run-all.sh installs Open MPI)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+    for stack in Stack::ALL {
+        let exe = stack.build(
+            "c",
+            "pmpi_exchange.c",
+            &format!("pmpi_exchange_{}", stack.name()),
         );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let mut plain = Command::new("mpirun");
-    plain
-        .arg("--oversubscribe")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let without = run(plain);
-    let with = run(mpirun_with_library());
-    assert!(without.starts_with("checksum "), "{without}");
-    assert_eq!(with, without);
+        let run = |mut c: Command| {
+            let out = c
+                .args(["-n", "3"])
+                .arg(&exe)
+                .output()
+                .expect("the launcher (tests/run-all.sh installs every stack)");
+            assert!(
+                out.status.success(),
+                "{stack:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let without = run(stack.launcher());
+        let with = run(stack.launcher_with_library(&library()));
+        assert!(without.starts_with("checksum "), "{stack:?}: {without}");
+        assert_eq!(with, without, "{stack:?}");
+    }
 }
 
 /// `tests/hangs/split_missing.c`: rank 0 waits in an allreduce on the half {0,2} that
@@ -210,13 +216,18 @@ fn a_job_with_the_library_completes_with_the_same_output() {
 /// proved.
 #[test]
 fn a_sub_communicator_collective_missing_a_member_is_decided_with_the_library() {
-    let exe = target::compile_with(
-        "mpicc",
+    for stack in Stack::ALL {
+        split_missing_on(stack);
+    }
+}
+
+fn split_missing_on(stack: Stack) {
+    let exe = stack.build(
+        "c",
         "../../../tests/hangs/split_missing.c",
-        "split_missing_pmpi",
-        &["-O0", "-g"],
+        &format!("split_missing_{}", stack.name()),
     );
-    let job = MpiJob::launch_with(mpirun_with_library(), &exe, 4);
+    let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
     let launcher = job.mpirun.id().to_string();
     let (code, text, err) = parts(&strata(&[
         "attach",
@@ -227,18 +238,21 @@ fn a_sub_communicator_collective_missing_a_member_is_decided_with_the_library() 
         "--json",
         "--no-files",
     ]));
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{stack:?}: {err}");
     let result: Value = serde_json::from_str(&text).unwrap();
     let half = &result["ranks"][0]["pmpi"];
-    assert_eq!(half["call"], "MPI_Allreduce", "{half:#}");
+    assert_eq!(half["call"], "MPI_Allreduce", "{stack:?}: {half:#}");
     assert_eq!(
         half["communicator"]["members"],
         serde_json::json!([0, 2]),
-        "{half:#}"
+        "{stack:?}: {half:#}"
     );
     let verdict = &result["verdict"];
-    assert_eq!(verdict["kind"], "collective_mismatch", "{verdict:#}");
-    assert_eq!(verdict["confidence"], "proved", "{verdict:#}");
+    assert_eq!(
+        verdict["kind"], "collective_mismatch",
+        "{stack:?}: {verdict:#}"
+    );
+    assert_eq!(verdict["confidence"], "proved", "{stack:?}: {verdict:#}");
     for &pid in &job.ranks {
         target::assert_free(pid);
     }
