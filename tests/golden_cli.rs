@@ -33,6 +33,7 @@ fn help_of_every_subcommand() {
         Some("demo"),
         Some("watch"),
         Some("dump"),
+        Some("run"),
         Some("bench"),
         Some("daemon"),
         Some("commnode"),

@@ -2,7 +2,7 @@
 //! on every MPI stack the suite installs (Open MPI's `mpirun -x LD_PRELOAD=...`, hydra's
 //! `mpiexec` passing its environment on): each rank's current MPI call and its arguments
 //! are read from the rank's memory (`/proc/PID/mem`, the rank never stopped) and decoded as
-//! `strata_proto::pmpi` lays them out; `strata attach` keeps them and its verdict uses them;
+//! `strata_pmpi_layout` lays them out; `strata attach` keeps them and its verdict uses them;
 //! strata's classes of a job running with the library are those without it; a job that
 //! completes prints the same with and without it.
 
@@ -20,7 +20,7 @@ use stacks::Stack;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::Command;
-use strata_proto::pmpi::{self, CommWord, PeerWord, PmpiState};
+use strata_pmpi_layout::{self as pmpi, CommWord, PeerWord, PmpiState};
 use support::{parts, strata};
 
 /// The library, built beside the `strata` binary by `cargo build --workspace`.
@@ -59,6 +59,23 @@ fn state_address(pid: i32) -> u64 {
         .map(|v| u64::from_str_radix(v, 16).unwrap())
         .unwrap_or_else(|| panic!("{} does not export {}", lib.display(), pmpi::SYMBOL));
     base + value
+}
+
+/// `strata attach --json` on `job` with `samples` samples: the result.
+fn attach_json(job: &MpiJob, samples: u32, stack: Stack) -> Value {
+    let launcher = job.mpirun.id().to_string();
+    let samples = samples.to_string();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--launcher-pid",
+        &launcher,
+        "-n",
+        &samples,
+        "--json",
+        "--no-files",
+    ]));
+    assert_eq!(code, 0, "{stack:?}: {err}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{stack:?}: {e}: {text}"))
 }
 
 /// The rank's state, read from its memory while it runs (a torn copy is read again).
@@ -135,17 +152,7 @@ fn calls_and_arguments_on(stack: Stack) {
     // strata's view of the job is the one without the library: the wrappers' frames are
     // the calls' entries, named by their C names.
     let launcher = job.mpirun.id().to_string();
-    let (code, text, err) = parts(&strata(&[
-        "attach",
-        "--launcher-pid",
-        &launcher,
-        "-n",
-        "3",
-        "--json",
-        "--no-files",
-    ]));
-    assert_eq!(code, 0, "{stack:?}: {err}");
-    let result: Value = serde_json::from_str(&text).unwrap();
+    let result = attach_json(&job, 3, stack);
     let records: Vec<&Value> = result["ranks"]
         .as_array()
         .unwrap()
@@ -228,18 +235,7 @@ fn split_missing_on(stack: Stack) {
         &format!("split_missing_{}", stack.name()),
     );
     let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
-    let launcher = job.mpirun.id().to_string();
-    let (code, text, err) = parts(&strata(&[
-        "attach",
-        "--launcher-pid",
-        &launcher,
-        "-n",
-        "3",
-        "--json",
-        "--no-files",
-    ]));
-    assert_eq!(code, 0, "{stack:?}: {err}");
-    let result: Value = serde_json::from_str(&text).unwrap();
+    let result = attach_json(&job, 3, stack);
     let half = &result["ranks"][0]["pmpi"];
     assert_eq!(half["call"], "MPI_Allreduce", "{stack:?}: {half:#}");
     assert_eq!(
@@ -256,4 +252,67 @@ fn split_missing_on(stack: Stack) {
     for &pid in &job.ranks {
         target::assert_free(pid);
     }
+}
+
+/// `strata run -- LAUNCHER ...` on every stack: the library it writes out (the one
+/// embedded in strata) is preloaded in every rank, by `-x` for Open MPI's launchers and
+/// through the environment for hydra's, and `strata attach` reads each rank's record.
+#[test]
+fn strata_run_preloads_the_embedded_library_under_every_launcher() {
+    let dir = tempfile::tempdir().unwrap();
+    for stack in Stack::ALL {
+        let exe = stack.build("c", "mpi_matrix.c", &format!("mpi_matrix_{}", stack.name()));
+        let launcher = stack.launcher();
+        let mut run = Command::new(support::strata_bin());
+        run.args(["run", "--library-dir"])
+            .arg(dir.path())
+            .arg("--")
+            .arg(launcher.get_program())
+            .args(launcher.get_args());
+        for (key, value) in launcher.get_envs() {
+            match value {
+                Some(v) => run.env(key, v),
+                None => run.env_remove(key),
+            };
+        }
+        let mut dry = Command::new(support::strata_bin());
+        dry.args(["run", "--dry-run", "--library-dir"])
+            .arg(dir.path())
+            .arg("--")
+            .arg(launcher.get_program())
+            .args(launcher.get_args())
+            .envs(launcher.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        let (code, line, err) = parts(&dry.output().unwrap());
+        assert_eq!(code, 0, "{stack:?}: {err}");
+        let open_mpi = matches!(stack, Stack::OpenMpi4 | Stack::OpenMpi5);
+        assert_eq!(
+            line.contains(" -x LD_PRELOAD="),
+            open_mpi,
+            "{stack:?}: {line}"
+        );
+        assert_eq!(
+            line.starts_with("LD_PRELOAD="),
+            !open_mpi,
+            "{stack:?}: {line}"
+        );
+
+        let job = MpiJob::launch_with(run, &exe, 4);
+        let result = attach_json(&job, 2, stack);
+        let calls: Vec<&Value> = result["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["pmpi"]["call"])
+            .collect();
+        assert_eq!(
+            calls,
+            ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"],
+            "{stack:?}"
+        );
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+    let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(written.len(), 1, "one library for every run");
 }

@@ -783,7 +783,7 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
 
 /// A task's PMPI record as the wire carries it.
 fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::overlay::PmpiNote {
-    use strata_proto::pmpi::{CommWord, PeerWord};
+    use strata_pmpi_layout::{CommWord, PeerWord};
     let read = match read {
         Ok(read) => read,
         Err(e) => {

@@ -1,5 +1,5 @@
 //! A rank's state as strata's PMPI library publishes it (`libstrata_pmpi.so`, laid out by
-//! [`strata_proto::pmpi`]), read from the rank's memory without stopping it.
+//! [`strata_pmpi_layout`]), read from the rank's memory without stopping it.
 //!
 //! The library is found among the rank's mappings by its file name, the state by its
 //! exported symbol; the copy is decoded, read again when the rank was writing it, and the
@@ -7,7 +7,7 @@
 
 use crate::images::AddressSpace;
 use crate::memory::MemoryReader;
-use strata_proto::pmpi::{self, CommWord, LayoutError, PmpiState};
+use strata_pmpi_layout::{self as pmpi, CommWord, LayoutError, PmpiState};
 
 /// The library's file name starts so (`strata run` writes it under a versioned name).
 pub const LIBRARY_PREFIX: &str = "libstrata_pmpi";

@@ -54,6 +54,11 @@ pub enum Command {
     /// `py-spy dump`); each process is stopped for microseconds and left running.
     #[command(after_help = exit::table())]
     Dump(DumpArgs),
+    /// Launch a job with strata's PMPI library preloaded in every rank, so that `strata
+    /// attach` reads each rank's exact MPI call (peers, communicators) without stopping it:
+    /// `strata run -- mpirun -n 64 ./app`.
+    #[command(after_help = exit::table())]
+    Run(RunArgs),
     /// Emulate a large job (STATBench-style): synthetic daemons answer the real protocol,
     /// real commnodes merge; prints the time per phase, bytes per level, peak memory.
     #[command(after_help = exit::table())]
@@ -256,6 +261,26 @@ pub struct DumpArgs {
     /// Where separate debug information lives (repeatable; default /usr/lib/debug).
     #[arg(long, value_name = "DIR")]
     pub debug_dir: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where to write the library: a directory that every node of the job reads [default:
+    /// $XDG_CACHE_HOME/strata, else ~/.cache/strata; home directories are shared on most
+    /// clusters].
+    #[arg(long, value_name = "DIR")]
+    pub library_dir: Option<PathBuf>,
+    /// Print the launch command with the library preloaded, and exit without running it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The launch command: `mpirun -n 64 ./app`, `mpiexec -n 64 ./app`, `srun -n 64 ./app`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -5,9 +5,19 @@
 //! `&ompi_mpi_comm_world`); MPICH's and Intel MPI's are `int`s with fixed values
 //! (`0x44000000`). Which one is loaded is told by Open MPI's world communicator symbol.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, c_char, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+// glibc's dynamic linker interface (in libc.so.6 since glibc 2.34): declared here, not
+// taken from the libc crate, so that the library builds with rustc alone (frontend/build.rs).
+unsafe extern "C" {
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+/// Look a symbol up in the objects loaded after the caller's.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+/// Look a symbol up in the global scope.
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 
 /// The constants of the loaded MPI's ABI.
 #[derive(Debug)]
@@ -28,7 +38,7 @@ pub(crate) fn abi() -> &'static Abi {
         let symbol = |name: &CStr| {
             // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks a
             // symbol up.
-            unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as u64 }
+            unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) as u64 }
         };
         let world = symbol(c"ompi_mpi_comm_world");
         if world != 0 {
@@ -79,14 +89,10 @@ pub(crate) fn function(name: &CStr, slot: &AtomicUsize, next: bool) -> usize {
     if known != 0 {
         return known;
     }
-    let scope = if next {
-        libc::RTLD_NEXT
-    } else {
-        libc::RTLD_DEFAULT
-    };
+    let scope = if next { RTLD_NEXT } else { RTLD_DEFAULT };
     // SAFETY: dlsym with a pseudo-handle and a NUL-terminated name only looks a symbol up
     // (RTLD_NEXT: in the objects loaded after this one).
-    let found = unsafe { libc::dlsym(scope, name.as_ptr()) } as usize;
+    let found = unsafe { dlsym(scope, name.as_ptr()) } as usize;
     if found == 0 {
         eprintln!(
             "libstrata_pmpi: {} is not defined by any library loaded after it: \

@@ -6,7 +6,7 @@ use crate::abi::{self, Abi};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
-use strata_proto::pmpi::comm;
+use strata_pmpi_layout::comm;
 
 /// What the state says of a communicator.
 #[derive(Clone, Copy, Debug)]

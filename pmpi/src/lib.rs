@@ -1,7 +1,7 @@
 //! `libstrata_pmpi.so`: strata's optional PMPI library, loaded into the ranks with
 //! `LD_PRELOAD`. It wraps MPI calls, forwards each to the MPI library's own (found with
 //! `dlsym(RTLD_NEXT, ...)`), and publishes the call a rank is in, with its arguments, in
-//! the rank's memory ([`state::strata_pmpi_state`], laid out as `strata_proto::pmpi`
+//! the rank's memory ([`state::strata_pmpi_state`], laid out as `strata_pmpi_layout`
 //! says), where a daemon reads it without stopping the rank.
 //!
 //! * [`state`]: the published words and the sequence lock they are written under.
@@ -34,7 +34,7 @@ pub mod state;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use strata_proto::pmpi::{self, NONE, comm, word};
+use strata_pmpi_layout::{self as pmpi, NONE, comm, word};
 
 use state::strata_pmpi_state;
 

@@ -1,9 +1,9 @@
 //! The words a rank publishes ([`strata_pmpi_state`]), and how they are written.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use strata_proto::pmpi::{self, word};
+use strata_pmpi_layout::{self as pmpi, word};
 
-/// The words the daemon reads (see `strata_proto::pmpi`). Its name is the contract: the
+/// The words the daemon reads (see `strata_pmpi_layout`). Its name is the contract: the
 /// daemon finds it in the library's dynamic symbol table.
 #[allow(non_upper_case_globals)]
 #[unsafe(no_mangle)]

@@ -3,8 +3,7 @@
 //! Messages are protobuf (prost) structs declared in Rust, and the gRPC service is
 //! generated from a description in `build.rs`, so building strata needs no `protoc`.
 //! [`overlay`] holds the tree network's messages, [`auth`] the session handshake,
-//! [`link`] a child's end of a link, [`pmpi`] the memory layout the PMPI library publishes
-//! in each rank, [`sampling`] the sampling settings with the one home of
+//! [`link`] a child's end of a link, [`sampling`] the sampling settings with the one home of
 //! their defaults and bounds, [`service`] the generated `Overlay` client and server.
 //!
 //! Design constraints: field numbers are the compatibility contract: never reuse or
@@ -25,7 +24,6 @@ pub const ROLE_ENV: &str = "STRATA_ROLE";
 pub mod auth;
 pub mod link;
 pub mod overlay;
-pub mod pmpi;
 pub mod sampling;
 
 /// The generated gRPC service: `overlay_client::OverlayClient` and

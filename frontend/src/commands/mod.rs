@@ -7,6 +7,7 @@ pub mod bench;
 pub mod demo;
 pub mod dump;
 pub mod roles;
+pub mod run;
 pub mod show;
 pub mod view;
 pub mod watch;
@@ -28,5 +29,6 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::BenchDaemons(args) => bench::emulate(args),
         Command::Commnode(args) => roles::commnode(args),
         Command::Watch(args) => watch::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

@@ -10,7 +10,7 @@
 //! the call's words, and makes it even again. A copy taken while the sequence is odd is torn
 //! ([`LayoutError::Torn`]): read again.
 
-use thiserror::Error;
+use std::fmt;
 
 /// The exported name of the state's words.
 pub const SYMBOL: &str = "strata_pmpi_state";
@@ -138,21 +138,32 @@ pub struct PmpiState {
 }
 
 /// Why a copy of the state could not be decoded.
-#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LayoutError {
-    #[error("{0} bytes is no strata PMPI state ({BYTES} bytes)")]
     Short(usize),
-    #[error("no strata PMPI state (magic {0:#x})")]
     NoMagic(u64),
-    #[error(
-        "strata PMPI layout version {0}, this strata reads version {VERSION}: use the library this strata writes out (`strata run`)"
-    )]
     OtherVersion(u64),
-    #[error("the rank was writing its state: read again")]
     Torn,
-    #[error("unknown MPI call index {0}")]
     UnknownCall(u64),
 }
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayoutError::Short(n) => write!(f, "{n} bytes is no strata PMPI state ({BYTES} bytes)"),
+            LayoutError::NoMagic(m) => write!(f, "no strata PMPI state (magic {m:#x})"),
+            LayoutError::OtherVersion(v) => write!(
+                f,
+                "strata PMPI layout version {v}, this strata reads version {VERSION}: \
+                 preload the library this strata writes out (`strata run`)"
+            ),
+            LayoutError::Torn => write!(f, "the rank was writing its state: read again"),
+            LayoutError::UnknownCall(i) => write!(f, "unknown MPI call index {i}"),
+        }
+    }
+}
+
+impl std::error::Error for LayoutError {}
 
 /// Decodes a copy of the state's [`BYTES`] bytes.
 pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
