@@ -94,6 +94,38 @@ fn read_state(pid: i32) -> PmpiState {
     panic!("rank {pid}: the state was torn 100 times in a row");
 }
 
+/// Fortran's bindings reach MPI through the `PMPI_` entries (Open MPI's `mpi_recv_` calls
+/// `PMPI_Recv`) or the `MPI_` ones (MPICH's): the library wraps both, so a Fortran rank's
+/// call is recorded as a C one is, on the stacks that ship a Fortran wrapper.
+#[test]
+fn fortran_ranks_are_recorded_through_either_entry() {
+    for stack in [Stack::OpenMpi4, Stack::Mpich4] {
+        let exe = stack.build(
+            "fortran",
+            "mpi_matrix.f90",
+            &format!("mpi_matrix_f_{}", stack.name()),
+        );
+        let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+        let states: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
+        let calls: Vec<Option<&str>> = states.iter().map(|s| s.call).collect();
+        assert_eq!(
+            calls,
+            [
+                Some("MPI_Recv"),
+                Some("MPI_Waitall"),
+                Some("MPI_Barrier"),
+                Some("MPI_Finalize")
+            ],
+            "{stack:?}: {states:#?}"
+        );
+        assert_eq!(states[0].peer, Some(PeerWord::Rank(3)), "{stack:?}");
+        assert_eq!(states[0].communicator, Some(CommWord::World), "{stack:?}");
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}
+
 #[test]
 fn each_ranks_call_and_its_arguments_are_read_from_its_memory() {
     for stack in Stack::ALL {
@@ -249,6 +281,9 @@ fn split_missing_on(stack: Stack) {
         "{stack:?}: {verdict:#}"
     );
     assert_eq!(verdict["confidence"], "proved", "{stack:?}: {verdict:#}");
+    // Every rank had its record: the verdict says so.
+    assert_eq!(verdict["pmpi"]["exact"], "0-3", "{stack:?}: {verdict:#}");
+    assert_eq!(verdict["pmpi"]["without"], "", "{stack:?}: {verdict:#}");
     for &pid in &job.ranks {
         target::assert_free(pid);
     }

@@ -94,6 +94,7 @@ pub const CALLS: &[&str] = &[
     "MPI_Allreduce",
     "MPI_Finalize",
     "MPI_Comm_free",
+    "MPI_Iprobe",
 ];
 
 /// The index of `name` in [`CALLS`].

@@ -18,9 +18,12 @@
 //! shell that `LD_PRELOAD` reaches too only carries the exported symbols, which nothing
 //! calls.
 //!
-//! Not yet: the `PMPI_` entries that Fortran bindings call, requests (`MPI_Isend`,
-//! `MPI_Irecv` and the peers behind a wait), per-call-site counters, more than one thread
-//! in MPI at a time (`MPI_THREAD_MULTIPLE`: the last thread to enter is recorded).
+//! Each call is wrapped under its `MPI_` name, for C programs, and its `PMPI_` name, which
+//! Fortran bindings call.
+//!
+//! Not yet: requests (`MPI_Isend`, `MPI_Irecv` and the peers behind a wait), per-call-site
+//! counters, more than one thread in MPI at a time (`MPI_THREAD_MULTIPLE`: the last thread
+//! to enter is recorded).
 //!
 //! This crate is the workspace's exception to `unsafe_code = "deny"`: wrapping C functions
 //! is calling and being called through raw function pointers. Each `unsafe` block says why
@@ -121,23 +124,29 @@ fn record_world_rank() {
     }
 }
 
-/// Defines the wrapper of one MPI call: its C parameters, received as 64-bit words (an
+/// Defines the wrappers of one MPI call: `MPI_X` for C programs and `PMPI_X`, which
+/// Fortran bindings call (Open MPI's `mpi_recv_` calls `PMPI_Recv`), each forwarding to the
+/// library's own function of its name. Their C parameters are received as 64-bit words (an
 /// `int` in a register or a stack slot as a pointer would be: x86-64 System V passes both
-/// in one 64-bit place each, and none of these calls takes a floating-point argument), and
-/// which of them the state records.
+/// in one 64-bit place each, and none of these calls takes a floating-point argument); the
+/// state records the call by its `MPI_` name with the arguments named.
 macro_rules! wrap {
-    ($name:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr) => {
+    ($name:ident / $profiling:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr) => {
+        wrap!(@one $name, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm);
+        wrap!(@one $profiling, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm);
+    };
+    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr) => {
         #[unsafe(no_mangle)]
         /// # Safety
         /// Called by the program as the MPI function of this name, with its arguments.
-        pub unsafe extern "C" fn $name($($arg: u64),*) -> i32 {
+        pub unsafe extern "C" fn $symbol($($arg: u64),*) -> i32 {
             static REAL: AtomicUsize = AtomicUsize::new(0);
             const NAME: &std::ffi::CStr =
-                match std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                match std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($symbol), "\0").as_bytes()) {
                     Ok(name) => name,
                     Err(_) => panic!("a name without NUL"),
                 };
-            let index = pmpi::call_index(stringify!($name)).unwrap_or(0);
+            let index = pmpi::call_index(stringify!($call)).unwrap_or(0);
             let address = abi::function(NAME, &REAL, true);
             // SAFETY: `address` is the MPI library's function of the same name, whose C
             // signature takes these arguments in these places and returns an `int`.
@@ -150,16 +159,17 @@ macro_rules! wrap {
     };
 }
 
-wrap!(MPI_Send(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
-wrap!(MPI_Ssend(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
-wrap!(MPI_Recv(buf, count, datatype, source, tag, comm, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
-wrap!(MPI_Wait(request, status) peer = None, tag = None, comm = None);
-wrap!(MPI_Waitall(count, requests, statuses) peer = None, tag = None, comm = None);
-wrap!(MPI_Barrier(comm) peer = None, tag = None, comm = Some(comm));
-wrap!(MPI_Bcast(buf, count, datatype, root, comm) peer = Some(root), tag = None, comm = Some(comm));
-wrap!(MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
-wrap!(MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
-wrap!(MPI_Finalize() peer = None, tag = None, comm = None);
+wrap!(MPI_Send / PMPI_Send(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
+wrap!(MPI_Ssend / PMPI_Ssend(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
+wrap!(MPI_Recv / PMPI_Recv(buf, count, datatype, source, tag, comm, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
+wrap!(MPI_Iprobe / PMPI_Iprobe(source, tag, comm, flag, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
+wrap!(MPI_Wait / PMPI_Wait(request, status) peer = None, tag = None, comm = None);
+wrap!(MPI_Waitall / PMPI_Waitall(count, requests, statuses) peer = None, tag = None, comm = None);
+wrap!(MPI_Barrier / PMPI_Barrier(comm) peer = None, tag = None, comm = Some(comm));
+wrap!(MPI_Bcast / PMPI_Bcast(buf, count, datatype, root, comm) peer = Some(root), tag = None, comm = Some(comm));
+wrap!(MPI_Reduce / PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
+wrap!(MPI_Allreduce / PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
+wrap!(MPI_Finalize / PMPI_Finalize() peer = None, tag = None, comm = None);
 
 /// `MPI_Comm_free(MPI_Comm *comm)`: forwarded, then the communicator forgotten (MPICH
 /// hands its handle out again).
@@ -169,8 +179,26 @@ wrap!(MPI_Finalize() peer = None, tag = None, comm = None);
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut u64) -> i32 {
     static REAL: AtomicUsize = AtomicUsize::new(0);
-    let address = abi::function(c"MPI_Comm_free", &REAL, true);
-    // SAFETY: the MPI library's MPI_Comm_free, which takes the same pointer.
+    // SAFETY: the caller's contract, passed on.
+    unsafe { comm_free(c"MPI_Comm_free", &REAL, comm) }
+}
+
+/// `PMPI_Comm_free`, which Fortran bindings call: as [`MPI_Comm_free`].
+///
+/// # Safety
+/// Called as `PMPI_Comm_free`, with a pointer to a communicator handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut u64) -> i32 {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: the caller's contract, passed on.
+    unsafe { comm_free(c"PMPI_Comm_free", &REAL, comm) }
+}
+
+/// # Safety
+/// `comm` points to a communicator handle, as `MPI_Comm_free` takes it.
+unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, comm: *mut u64) -> i32 {
+    let address = abi::function(name, slot, true);
+    // SAFETY: the MPI library's function of that name, which takes the same pointer.
     let forward: unsafe extern "C" fn(*mut u64) -> i32 = unsafe { std::mem::transmute(address) };
     let abi = abi::abi();
     // SAFETY: the program's pointer to its handle, valid for the call: an `int` handle is

@@ -7,16 +7,73 @@
 use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer};
 use crate::observe::{Activity, Observations};
 use crate::signature::signature;
+use serde::Serialize;
+use strata_filters::taskset::{format_set, format_set_shortened};
+use strata_filters::{RankSet, TaskSet};
 use strata_result::StrataResult;
 use strata_result::pmpi::{PmpiCommunicator, PmpiPeer};
 
+/// Which ranks in MPI the verdict has the library's exact record of, and which not: said
+/// whenever some rank of the job had the library loaded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coverage {
+    /// Ranks whose call's arguments are the library's record.
+    pub exact: RankSet,
+    /// Ranks in MPI without a usable record (the library not loaded, a record of another
+    /// call or unreadable), whose arguments were read from the source if at all.
+    pub without: RankSet,
+}
+
+/// [`Coverage`] as the verdict object carries it (`pmpi` in `result.json`'s verdict).
+#[derive(Serialize)]
+struct CoverageFile {
+    exact: String,
+    without: String,
+}
+
+impl Coverage {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(CoverageFile {
+            exact: format_set(&self.exact),
+            without: format_set(&self.without),
+        })
+        .expect("coverage serializes")
+    }
+
+    /// The paragraph's line, rank lists shortened to `max_list` characters.
+    pub fn line(&self, max_list: usize) -> String {
+        let mut line = format!(
+            "  exact MPI state from strata's PMPI library: [{}]",
+            format_set_shortened(&self.exact, max_list)
+        );
+        if !self.without.is_empty() {
+            line.push_str(&format!(
+                "; none for [{}] in MPI",
+                format_set_shortened(&self.without, max_list)
+            ));
+        }
+        line.push('\n');
+        line
+    }
+}
+
 /// `arguments` with every rank's call replaced by the library's record where it has one
-/// (see the module's doc).
+/// (see the module's doc), and what was covered: `None` when no rank had the library.
 pub fn overlay(
     result: &StrataResult,
     observations: &Observations,
     mut arguments: Arguments,
-) -> Arguments {
+) -> (Arguments, Option<Coverage>) {
+    let loaded = result.meta.ranks.iter().any(|r| r.pmpi.is_some());
+    let mut coverage = Coverage::default();
+    for (rank, state) in observations.ranks.iter().enumerate() {
+        if state
+            .as_ref()
+            .is_some_and(|s| matches!(s.activity, Activity::InMpi { .. }))
+        {
+            coverage.without.insert(rank as u32);
+        }
+    }
     for info in &result.meta.ranks {
         let Some(record) = info.pmpi.as_ref().filter(|r| r.error.is_none()) else {
             continue;
@@ -60,7 +117,9 @@ pub fn overlay(
         };
         if let Some(slot) = arguments.ranks.get_mut(info.rank as usize) {
             *slot = Some(exact);
+            coverage.exact.insert(info.rank);
         }
     }
-    arguments
+    coverage.without = coverage.without.difference(&coverage.exact);
+    (arguments, loaded.then_some(coverage))
 }

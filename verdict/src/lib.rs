@@ -64,6 +64,8 @@ pub struct Verdict {
     pub decision: decide::Decision,
     /// The wait-for graph in DOT, when some call's arguments were known.
     pub wait_for_dot: Option<String>,
+    /// Which ranks the PMPI library's exact records covered, when some rank had it.
+    pub library: Option<from_library::Coverage>,
 }
 
 impl Verdict {
@@ -77,7 +79,7 @@ impl Verdict {
         progress: Option<&ProgressOrder>,
     ) -> Verdict {
         let observations = observe::observe(result);
-        let arguments = from_library::overlay(
+        let (arguments, library) = from_library::overlay(
             result,
             &observations,
             from_source::arguments(result, &observations, sources),
@@ -86,7 +88,19 @@ impl Verdict {
             Some(order) => behind(order),
             None => behind(&strata_progress::order::analyze(result, sources)),
         };
-        Verdict::decided(observations, arguments, &mut behind)
+        Verdict {
+            library,
+            ..Verdict::decided(observations, arguments, &mut behind)
+        }
+    }
+
+    /// The "Why it hangs" paragraph, rank lists shortened to `max_list` characters.
+    pub fn paragraph(&self, max_list: usize) -> String {
+        let mut text = text::text(&self.observations, &self.decision, max_list);
+        if let Some(coverage) = &self.library {
+            text.push_str(&coverage.line(max_list));
+        }
+        text
     }
 
     /// The variables to read in the ranks (after sampling, before the verdict) so that the
@@ -122,6 +136,7 @@ impl Verdict {
             arguments,
             decision,
             wait_for_dot,
+            library: None,
         }
     }
 
@@ -140,6 +155,9 @@ impl Verdict {
             "states".to_string(),
             serde_json::to_value(states).expect("states serialize"),
         );
+        if let Some(coverage) = &self.library {
+            fields.insert("pmpi".to_string(), coverage.to_json());
+        }
         object
     }
 }
@@ -159,7 +177,7 @@ impl Annotation for Verdict {
     }
 
     fn report_text(&self, max_list: usize) -> String {
-        text::text(&self.observations, &self.decision, max_list)
+        self.paragraph(max_list)
     }
 
     fn files(&self) -> Vec<(&'static str, String)> {

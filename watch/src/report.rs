@@ -218,11 +218,7 @@ pub fn summary(
     let _ = writeln!(s);
     // Why, and whom to debug, from the snapshot's MPI calls and motion: the same verdict
     // `strata attach` prints.
-    s.push_str(&strata_verdict::text::text(
-        &verdict.observations,
-        &verdict.decision,
-        200,
-    ));
+    s.push_str(&verdict.paragraph(200));
     let _ = writeln!(s);
     // Who is behind, before the tree: the first thing a person triaging wants.
     s.push_str(&strata_progress::report::text(progress, 200));

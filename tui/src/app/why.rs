@@ -80,7 +80,7 @@ impl App {
     /// `W`: the verdict's paragraph, as `strata attach` prints it after the tree.
     pub(super) fn why_dialog(&mut self) {
         let verdict = self.verdict();
-        let text = strata_verdict::text::text(&verdict.observations, &verdict.decision, 200);
+        let text = verdict.paragraph(200);
         self.dialog = Some(Dialog::text(
             "why it hangs".to_string(),
             text.lines().map(String::from).collect(),
