@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CI=true cargo test --locked --no-fail-fast \
     -p strata-proto -p strata-filters -p strata-result -p strata-progress -p strata-verdict -p strata-tui \
-    -p strata-watch -p strata-commnode -p strata-launcher -p strata-architecture "$@"
+    -p strata-watch -p strata-commnode -p strata-launcher -p strata-pmpi -p strata-pmpi-layout \
+    -p strata-architecture "$@"
 CI=true cargo test --locked --no-fail-fast -p strata-frontend \
     --lib --test golden_cli --test view_cli --test docs "$@"

@@ -61,6 +61,9 @@ pub mod word {
     pub const COMM_MEMBERS: usize = 11;
     /// The rank's own rank in `MPI_COMM_WORLD`, or [`super::NONE`] before it is known.
     pub const WORLD_RANK: usize = 12;
+    /// 1 when the library stopped recording after an internal error (it forwards every
+    /// call all the same): the other words are not to be trusted.
+    pub const STOPPED: usize = 13;
 }
 
 /// The values of [`word::COMM_KIND`].
@@ -146,6 +149,7 @@ pub enum LayoutError {
     OtherVersion(u64),
     Torn,
     UnknownCall(u64),
+    Stopped,
 }
 
 impl fmt::Display for LayoutError {
@@ -160,6 +164,11 @@ impl fmt::Display for LayoutError {
             ),
             LayoutError::Torn => write!(f, "the rank was writing its state: read again"),
             LayoutError::UnknownCall(i) => write!(f, "unknown MPI call index {i}"),
+            LayoutError::Stopped => write!(
+                f,
+                "the PMPI library stopped recording after an internal error (the rank's \
+                 error output says which)"
+            ),
         }
     }
 }
@@ -181,6 +190,9 @@ pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
     }
     if w(word::VERSION) != VERSION {
         return Err(LayoutError::OtherVersion(w(word::VERSION)));
+    }
+    if w(word::STOPPED) != 0 {
+        return Err(LayoutError::Stopped);
     }
     if w(word::SEQUENCE) % 2 == 1 {
         return Err(LayoutError::Torn);

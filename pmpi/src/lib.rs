@@ -7,6 +7,7 @@
 //! * [`state`]: the published words and the sequence lock they are written under.
 //! * [`abi`]: the MPI library below: its functions and its ABI's handles and constants.
 //! * [`comms`]: communicators as world, self, or their members' world ranks.
+//! * [`guard`]: a panic in recording stops the recording, never the program.
 //!
 //! What a call records: its name; its peer as a rank of its communicator (the source of a
 //! receive, the destination of a send, the root of a rooted collective; `MPI_ANY_SOURCE`
@@ -27,12 +28,14 @@
 //!
 //! This crate is the workspace's exception to `unsafe_code = "deny"`: wrapping C functions
 //! is calling and being called through raw function pointers. Each `unsafe` block says why
-//! it holds. No panic can unwind into C: recording does not panic (atomic stores, a map
-//! lookup), and an `extern "C"` function that panicked would abort, not unwind.
+//! it holds. No panic can unwind into C: recording runs under `catch_unwind` ([`guard`]),
+//! and a recording step that panics stops the recording, while the wrappers go on
+//! forwarding every call.
 #![allow(unsafe_code)]
 
 pub mod abi;
 pub mod comms;
+pub mod guard;
 pub mod state;
 
 use std::cell::Cell;
@@ -67,40 +70,47 @@ impl Call {
         });
         let outermost = depth == 0;
         if outermost {
-            record_world_rank();
-            let abi = abi::abi();
-            let peer = args.peer.map_or(NONE, |raw| match abi::int(raw) {
-                r if r == abi.any_source => pmpi::ANY_SOURCE,
-                r if r == abi.proc_null => pmpi::PROC_NULL,
-                r => i64::from(r) as u64,
-            });
-            let handle = args.comm.map(|raw| abi.handle(raw));
-            let described = handle.map(comms::describe);
-            strata_pmpi_state.publish(|s| {
-                s.set(word::CALL, index);
-                s.set(word::PEER, peer);
-                s.set(
-                    word::TAG,
-                    args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
-                );
-                s.set(word::COMM, handle.unwrap_or(0));
-                s.set(word::COMM_KIND, described.map_or(comm::NONE, |d| d.kind));
-                s.set(word::COMM_SIZE, described.map_or(0, |d| d.size));
-                s.set(word::COMM_MEMBERS, described.map_or(0, |d| d.members));
-                s.add(word::ENTERED, 1);
-            });
+            guard::guarded(|| record(index, &args));
         }
         Call { outermost }
     }
+}
+
+/// Publishes the call a rank enters.
+fn record(index: u64, args: &Args) {
+    record_world_rank();
+    let abi = abi::abi();
+    let peer = args.peer.map_or(NONE, |raw| match abi::int(raw) {
+        r if r == abi.any_source => pmpi::ANY_SOURCE,
+        r if r == abi.proc_null => pmpi::PROC_NULL,
+        r => i64::from(r) as u64,
+    });
+    let handle = args.comm.map(|raw| abi.handle(raw));
+    let described = handle.map(comms::describe);
+    strata_pmpi_state.publish(|s| {
+        s.set(word::CALL, index);
+        s.set(word::PEER, peer);
+        s.set(
+            word::TAG,
+            args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
+        );
+        s.set(word::COMM, handle.unwrap_or(0));
+        s.set(word::COMM_KIND, described.map_or(comm::NONE, |d| d.kind));
+        s.set(word::COMM_SIZE, described.map_or(0, |d| d.size));
+        s.set(word::COMM_MEMBERS, described.map_or(0, |d| d.members));
+        s.add(word::ENTERED, 1);
+    });
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         if self.outermost {
-            strata_pmpi_state.publish(|s| {
-                s.set(word::CALL, 0);
-                s.add(word::COMPLETED, 1);
+            guard::guarded(|| {
+                strata_pmpi_state.publish(|s| {
+                    s.set(word::CALL, 0);
+                    s.add(word::COMPLETED, 1);
+                })
             });
         }
     }

@@ -23,6 +23,25 @@ impl State {
         State(words)
     }
 
+    /// Marks the state as no longer recorded (see [`crate::guard`]): no call, an even
+    /// sequence whatever write was cut short, and the stop word set.
+    pub(crate) fn stop(&self) {
+        self.set(word::CALL, 0);
+        self.set(word::STOPPED, 1);
+        let sequence = &self.0[word::SEQUENCE];
+        let now = sequence.load(Ordering::Relaxed);
+        sequence.store(now.wrapping_add(now % 2 + 2), Ordering::Release);
+    }
+
+    /// A copy of the words, as a reader sees them (tests).
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        self.0
+            .iter()
+            .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+            .collect()
+    }
+
     pub(crate) fn set(&self, i: usize, v: u64) {
         self.0[i].store(v, Ordering::Relaxed);
     }
