@@ -110,10 +110,13 @@ pub fn mpi_binary(source: &str, name: &str) -> PathBuf {
     dst
 }
 
+/// What a rank prints on its error output when it crashes (Open MPI's signal handler).
+const RANK_CRASHED: &str = "*** Process received signal ***";
+
 /// Waits for `ranks` lines `rank R/N pid P host H` in `out`; returns the hosts by rank.
-/// What the launcher said on its error output (`err`, beside `out`) is in the message of a
-/// job that does not start.
-fn wait_for_ranks(out: &Path, ranks: usize, what: &str) -> Vec<String> {
+/// A job that does not start within a minute, or whose rank crashes while starting, is an
+/// error that says what the launcher said on its error output (`err`, beside `out`).
+fn wait_for_ranks(out: &Path, ranks: usize, what: &str) -> Result<Vec<String>, String> {
     let end = Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(out).unwrap_or_default();
@@ -132,11 +135,13 @@ fn wait_for_ranks(out: &Path, ranks: usize, what: &str) -> Vec<String> {
         if seen == ranks {
             // Let the ranks reach their waits.
             std::thread::sleep(Duration::from_millis(500));
-            return hosts;
+            return Ok(hosts);
         }
-        if Instant::now() >= end {
-            let err = std::fs::read_to_string(out.with_extension("err")).unwrap_or_default();
-            panic!("{what} did not start:\n{text}\nits error output:\n{err}");
+        let err = std::fs::read_to_string(out.with_extension("err")).unwrap_or_default();
+        if Instant::now() >= end || err.contains(RANK_CRASHED) {
+            return Err(format!(
+                "{what} did not start:\n{text}\nits error output:\n{err}"
+            ));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -170,31 +175,50 @@ pub fn srun_ring() -> SlurmJob {
 
 /// `program ARGS` as 8 ranks across the 4 nodes (`srun --mpi=pmix`); returns once every
 /// rank has printed its `rank R/N pid P host H` line.
+///
+/// Open MPI 4.1's ranks under Slurm's PMIx now and then crash in start-up (rank 0, a null
+/// pointer, before its first line: seen twice in some hundred jobs), which has nothing to
+/// do with what the tests test: such a job is cancelled and started once more, saying so.
 pub fn srun_job(program: &Path, args: &[&str], kind: &str) -> SlurmJob {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("job.out");
-    let name = unique_name(kind);
-    // setsid: srun in a session of its own, out of the test's process group. It is not
-    // waited on here: it ends when the job ends or is cancelled (SlurmJob's drop), and the
-    // child handle is reaped by a thread.
-    let mut srun = slurm("setsid")
-        .args(["srun", "-N4", "-n8", "--mpi=pmix", "-J", &name])
-        .arg(program)
-        .args(args)
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .expect("srun (slurm-client)");
-    std::thread::spawn(move || srun.wait());
-    let id = job_named(&name);
-    let hosts = wait_for_ranks(&out, 8, &format!("the {kind} job"));
-    SlurmJob {
-        id,
-        hosts,
-        _dir: dir,
+    for attempt in 1.. {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("job.out");
+        let name = unique_name(kind);
+        // setsid: srun in a session of its own, out of the test's process group. It is
+        // not waited on here: it ends when the job ends or is cancelled (SlurmJob's drop),
+        // and the child handle is reaped by a thread.
+        let mut srun = slurm("setsid")
+            .args(["srun", "-N4", "-n8", "--mpi=pmix", "-J", &name])
+            .arg(program)
+            .args(args)
+            .env("OMPI_MCA_mpi_yield_when_idle", "1")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+            .spawn()
+            .expect("srun (slurm-client)");
+        std::thread::spawn(move || srun.wait());
+        let id = job_named(&name);
+        match wait_for_ranks(&out, 8, &format!("the {kind} job")) {
+            Ok(hosts) => {
+                return SlurmJob {
+                    id,
+                    hosts,
+                    _dir: dir,
+                };
+            }
+            Err(why) if attempt == 1 && why.contains(RANK_CRASHED) => {
+                eprintln!("a rank crashed while the job started; starting it again:\n{why}");
+                drop(SlurmJob {
+                    id,
+                    hosts: Vec::new(),
+                    _dir: dir,
+                });
+            }
+            Err(why) => panic!("{why}"),
+        }
     }
+    unreachable!("the loop returns or panics")
 }
 
 /// The same ring started by `mpirun` inside an `sbatch` script (Open MPI starts its orteds
@@ -217,7 +241,8 @@ pub fn sbatch_mpirun_ring() -> SlurmJob {
         .expect("sbatch (slurm-client)");
     assert!(status.success());
     let id = job_named(&name);
-    let hosts = wait_for_ranks(&out, 8, "the mpirun ring in sbatch");
+    let hosts =
+        wait_for_ranks(&out, 8, "the mpirun ring in sbatch").unwrap_or_else(|e| panic!("{e}"));
     SlurmJob {
         id,
         hosts,
