@@ -38,8 +38,7 @@ fn build(stack: Stack, language: &str) -> PathBuf {
     stack.build(language, source, &name)
 }
 
-/// The MPI call each rank of `mpi_matrix` is in.
-const CALLS: [&str; 4] = ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"];
+use stacks::MATRIX_CALLS as CALLS;
 
 fn attach_and_check(stack: Stack, language: &str) {
     let exe = build(stack, language);

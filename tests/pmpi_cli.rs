@@ -16,7 +16,7 @@ mod target;
 
 use mpi::MpiJob;
 use serde_json::Value;
-use stacks::Stack;
+use stacks::{MATRIX_CALLS, Stack};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::Command;
@@ -108,16 +108,7 @@ fn fortran_ranks_are_recorded_through_either_entry() {
         let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
         let states: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
         let calls: Vec<Option<&str>> = states.iter().map(|s| s.call).collect();
-        assert_eq!(
-            calls,
-            [
-                Some("MPI_Recv"),
-                Some("MPI_Waitall"),
-                Some("MPI_Barrier"),
-                Some("MPI_Finalize")
-            ],
-            "{stack:?}: {states:#?}"
-        );
+        assert_eq!(calls, MATRIX_CALLS.map(Some), "{stack:?}: {states:#?}");
         assert_eq!(states[0].peer, Some(PeerWord::Rank(3)), "{stack:?}");
         assert_eq!(states[0].communicator, Some(CommWord::World), "{stack:?}");
         for &pid in &job.ranks {
@@ -139,16 +130,7 @@ fn calls_and_arguments_on(stack: Stack) {
     let states: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
     let context = format!("{stack:?}: {states:#?}");
     let calls: Vec<Option<&str>> = states.iter().map(|s| s.call).collect();
-    assert_eq!(
-        calls,
-        [
-            Some("MPI_Recv"),
-            Some("MPI_Waitall"),
-            Some("MPI_Barrier"),
-            Some("MPI_Finalize")
-        ],
-        "{context}"
-    );
+    assert_eq!(calls, MATRIX_CALLS.map(Some), "{context}");
     // Rank 0 receives from rank 3 with tag 0 on MPI_COMM_WORLD (Open MPI's handle is a
     // pointer to ompi_mpi_comm_world, at another address in each rank; MPICH's and Intel
     // MPI's the int 0x44000000: the library says which communicator it is).
@@ -210,11 +192,7 @@ fn calls_and_arguments_on(stack: Stack) {
         .iter()
         .map(|l| l.rsplit(" > ").next().unwrap())
         .collect();
-    assert_eq!(
-        ends,
-        ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"],
-        "{stack:?}: {text}"
-    );
+    assert_eq!(ends, MATRIX_CALLS, "{stack:?}: {text}");
     for &pid in &job.ranks {
         target::assert_free(pid);
     }
@@ -339,11 +317,7 @@ fn strata_run_preloads_the_embedded_library_under_every_launcher() {
             .iter()
             .map(|r| &r["pmpi"]["call"])
             .collect();
-        assert_eq!(
-            calls,
-            ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"],
-            "{stack:?}"
-        );
+        assert_eq!(calls, MATRIX_CALLS, "{stack:?}");
         for &pid in &job.ranks {
             target::assert_free(pid);
         }

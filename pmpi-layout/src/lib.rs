@@ -101,8 +101,30 @@ pub const CALLS: &[&str] = &[
 ];
 
 /// The index of `name` in [`CALLS`].
-pub fn call_index(name: &str) -> Option<u64> {
-    CALLS.iter().position(|c| *c == name).map(|i| i as u64)
+/// A `const fn`, so that a wrapper's index is computed once, by the compiler.
+pub const fn call_index(name: &str) -> Option<u64> {
+    let mut i = 0;
+    while i < CALLS.len() {
+        if same(CALLS[i].as_bytes(), name.as_bytes()) {
+            return Some(i as u64);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A peer as the library recorded it.

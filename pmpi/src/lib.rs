@@ -120,7 +120,8 @@ impl Drop for Call {
 /// every wrapped call needs it).
 fn record_world_rank() {
     static DONE: AtomicBool = AtomicBool::new(false);
-    if DONE.swap(true, Ordering::Relaxed) {
+    // A plain load on every call; the swap (a locked instruction) only until it is done.
+    if DONE.load(Ordering::Relaxed) || DONE.swap(true, Ordering::Relaxed) {
         return;
     }
     static RANK: AtomicUsize = AtomicUsize::new(0);
@@ -156,13 +157,17 @@ macro_rules! wrap {
                     Ok(name) => name,
                     Err(_) => panic!("a name without NUL"),
                 };
-            let index = pmpi::call_index(stringify!($call)).unwrap_or(0);
+            // Looked up by the compiler: a name the layout does not list does not build.
+            const INDEX: u64 = match pmpi::call_index(stringify!($call)) {
+                Some(index) => index,
+                None => panic!("a wrapped call the layout does not list"),
+            };
             let address = abi::function(NAME, &REAL, true);
             // SAFETY: `address` is the MPI library's function of the same name, whose C
             // signature takes these arguments in these places and returns an `int`.
             let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
                 unsafe { std::mem::transmute::<usize, _>(address) };
-            let _call = Call::enter(index, Args { peer: $peer, tag: $tag, comm: $comm });
+            let _call = Call::enter(INDEX, Args { peer: $peer, tag: $tag, comm: $comm });
             // SAFETY: the program's own arguments, passed on unchanged.
             unsafe { forward($($arg),*) }
         }
@@ -220,10 +225,13 @@ unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, comm: *mut u64) -
             u64::from((comm as *const u32).read_unaligned())
         }
     };
-    let index = pmpi::call_index("MPI_Comm_free").unwrap_or(0);
+    const INDEX: u64 = match pmpi::call_index("MPI_Comm_free") {
+        Some(index) => index,
+        None => panic!("MPI_Comm_free is listed"),
+    };
     let rc = {
         let _call = Call::enter(
-            index,
+            INDEX,
             Args {
                 peer: None,
                 tag: None,

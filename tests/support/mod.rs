@@ -79,7 +79,7 @@ pub fn public_copies(exe: &std::path::Path) -> (tempfile::TempDir, PathBuf, Path
 /// test's own: another test thread that forks while this process holds the copy open for
 /// writing would carry that descriptor into its child until the child execs, and executing
 /// the copy meanwhile fails with "Text file busy".
-fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+pub fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
     let status = std::process::Command::new("cp")
         .arg(from)
         .arg(to)

@@ -97,15 +97,9 @@ pub fn mpi_binary(source: &str, name: &str) -> PathBuf {
     let dir = Path::new("/tmp/strata-slurm/bin");
     std::fs::create_dir_all(dir).unwrap();
     let dst = dir.join(name);
-    // In a child: a copy made through this process's own descriptor could be inherited
-    // by a child another test thread forks meanwhile, and a node's exec of the binary would
-    // fail with "Text file busy" until that child execs (a rank missing from the job).
-    let status = Command::new("cp")
-        .arg(&exe)
-        .arg(&dst)
-        .status()
-        .expect("cp runs");
-    assert!(status.success(), "cp {} {}", exe.display(), dst.display());
+    // Not through this process's own descriptor: a node's exec of the binary would fail
+    // with "Text file busy" (a rank missing from the job; see `copy_executable`).
+    crate::support::copy_executable(&exe, &dst);
     built.push((name.to_string(), dst.clone()));
     dst
 }

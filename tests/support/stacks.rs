@@ -3,6 +3,10 @@
 #![allow(dead_code)]
 
 use crate::support::repo_root;
+
+/// The MPI call each rank of `mpi_matrix` (`daemon/tests/fixtures/mpi_matrix.c` and its
+/// Fortran twin) is in.
+pub const MATRIX_CALLS: [&str; 4] = ["MPI_Recv", "MPI_Waitall", "MPI_Barrier", "MPI_Finalize"];
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
