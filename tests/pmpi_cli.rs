@@ -267,6 +267,62 @@ fn split_missing_on(stack: Stack) {
     }
 }
 
+/// `tests/hangs/exchange_unsent.c`: a ring exchange rank 3 skips for the barrier. Ranks 0
+/// and 2 wait in `MPI_Waitall` for rank 3's messages. Without the library the requests'
+/// peers are unknown and the verdict only guesses by progress (the corpus checks that);
+/// with it, each waitall's pending receive is from rank 3, which waits in the barrier for
+/// them: proved.
+#[test]
+fn a_waitall_on_a_peer_that_never_sends_is_decided_with_the_library() {
+    for stack in Stack::ALL {
+        exchange_unsent_on(stack);
+    }
+}
+
+fn exchange_unsent_on(stack: Stack) {
+    let exe = stack.build(
+        "c",
+        "../../../tests/hangs/exchange_unsent.c",
+        &format!("exchange_unsent_{}", stack.name()),
+    );
+    let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+    let result = attach_json(&job, 3, stack);
+    let receives_from = |requests: &[Value], peer: u32| {
+        requests
+            .iter()
+            .any(|r| r["started_by"] == "MPI_Irecv" && r["peer"]["rank"] == peer)
+    };
+    for rank in [0, 2] {
+        let record = &result["ranks"][rank]["pmpi"];
+        assert_eq!(record["call"], "MPI_Waitall", "{stack:?}: {record:#}");
+        let requests = record["requests"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{stack:?}: no requests in {record:#}"));
+        assert!(receives_from(requests, 3), "{stack:?}: {record:#}");
+        // Rank 1's message came: the library looked again, and its receive is not pending.
+        assert!(!receives_from(requests, 1), "{stack:?}: {record:#}");
+    }
+    let verdict = &result["verdict"];
+    assert_eq!(
+        (&verdict["kind"], &verdict["confidence"], &verdict["ranks"]),
+        (
+            &Value::from("collective_mismatch"),
+            &Value::from("proved"),
+            &Value::from("0,2")
+        ),
+        "{stack:?}: {verdict:#}"
+    );
+    let summary = verdict["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("MPI_Waitall on a receive from rank 3 (tag 1)"),
+        "{stack:?}: {summary}"
+    );
+    assert_eq!(verdict["pmpi"]["exact"], "0-3", "{stack:?}: {verdict:#}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}
+
 /// `strata run -- LAUNCHER ...` on every stack: the library it writes out (the one
 /// embedded in strata) is preloaded in every rank, by `-x` for Open MPI's launchers and
 /// through the environment for hydra's, and `strata attach` reads each rank's record.

@@ -794,28 +794,53 @@ fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::over
         }
     };
     let s = &read.state;
-    strata_proto::overlay::PmpiNote {
-        error: None,
-        call: s.call.unwrap_or_default().to_string(),
-        peer: match s.peer {
-            Some(PeerWord::Rank(r)) => Some(r),
-            _ => None,
-        },
-        any_source: s.peer == Some(PeerWord::AnySource),
-        proc_null: s.peer == Some(PeerWord::ProcNull),
-        tag: s.tag,
-        communicator: match s.communicator {
+    let peer = |p: Option<PeerWord>| match p {
+        Some(PeerWord::Rank(r)) => Some(r),
+        _ => None,
+    };
+    let communicator = |c: Option<CommWord>| {
+        match c {
             None => "",
             Some(CommWord::World) => "world",
             Some(CommWord::Itself) => "self",
             Some(CommWord::Members { .. }) => "members",
             Some(CommWord::Unknown) => "unknown",
         }
-        .to_string(),
+        .to_string()
+    };
+    strata_proto::overlay::PmpiNote {
+        error: None,
+        call: s.call.unwrap_or_default().to_string(),
+        peer: peer(s.peer),
+        any_source: s.peer == Some(PeerWord::AnySource),
+        proc_null: s.peer == Some(PeerWord::ProcNull),
+        tag: s.tag,
+        communicator: communicator(s.communicator),
         members: read.members.clone(),
         entered: s.entered,
         completed: s.completed,
         world_rank: s.world_rank,
+        requests: read
+            .requests
+            .iter()
+            .map(|(r, members)| strata_proto::overlay::PmpiRequestNote {
+                started_by: r.started_by.unwrap_or_default().to_string(),
+                peer: peer(r.peer),
+                any_source: r.peer == Some(PeerWord::AnySource),
+                proc_null: r.peer == Some(PeerWord::ProcNull),
+                tag: r.tag,
+                communicator: communicator(r.communicator),
+                members: members.map(|i| i as u32),
+            })
+            .collect(),
+        requests_active: s.requests.map_or(0, |r| r.active),
+        communicators: read
+            .communicators
+            .iter()
+            .map(|ranks| strata_proto::overlay::Members {
+                ranks: ranks.clone(),
+            })
+            .collect(),
     }
 }
 

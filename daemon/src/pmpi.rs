@@ -7,7 +7,7 @@
 
 use crate::images::AddressSpace;
 use crate::memory::MemoryReader;
-use strata_pmpi_layout::{self as pmpi, CommWord, LayoutError, PmpiState};
+use strata_pmpi_layout::{self as pmpi, CommWord, LayoutError, PmpiState, RequestState};
 
 /// The library's file name starts so (`strata run` writes it under a versioned name).
 pub const LIBRARY_PREFIX: &str = "libstrata_pmpi";
@@ -21,6 +21,11 @@ pub struct PmpiRead {
     pub state: PmpiState,
     /// The call's communicator's members as world ranks (with [`CommWord::Members`]).
     pub members: Vec<u32>,
+    /// In a completion call: the requests it was passed, each with the index in
+    /// `communicators` of its communicator's members (with [`CommWord::Members`]).
+    pub requests: Vec<(RequestState, Option<usize>)>,
+    /// The members of the requests' communicators, each read once.
+    pub communicators: Vec<Vec<u32>>,
 }
 
 /// The state of the rank whose executable mappings are `space`, read through `memory`;
@@ -45,35 +50,85 @@ fn read_from(
         .data_symbol_address(pmpi::SYMBOL)
         .ok_or_else(|| format!("{} exports no {}", m.path, pmpi::SYMBOL))?;
     let address = svma.wrapping_add(m.bias);
-    let mut bytes = [0u8; pmpi::BYTES];
-    let mut state = None;
     for _ in 0..TRIES {
-        memory
-            .read(address, &mut bytes)
-            .map_err(|e| format!("reading the PMPI state: {e}"))?;
-        match pmpi::decode(&bytes) {
-            Err(LayoutError::Torn) => std::thread::yield_now(),
-            other => {
-                state = Some(other.map_err(|e| e.to_string())?);
-                break;
-            }
+        match read_once(address, memory)? {
+            Some(read) => return Ok(read),
+            None => std::thread::yield_now(),
         }
     }
-    let state = state.ok_or_else(|| LayoutError::Torn.to_string())?;
-    let members = match state.communicator {
-        Some(CommWord::Members { size, address }) => {
-            if size == 0 || size > pmpi::MAX_MEMBERS {
-                return Err(format!("a communicator of {size} members"));
-            }
-            let mut raw = vec![0u8; size as usize * 4];
-            memory
-                .read(address, &mut raw)
-                .map_err(|e| format!("reading the communicator's members: {e}"))?;
-            raw.chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        }
-        _ => Vec::new(),
+    Err(LayoutError::Torn.to_string())
+}
+
+/// One copy of the state and what it points to; `None` when the rank was writing it.
+fn read_once(address: u64, memory: &dyn MemoryReader) -> Result<Option<PmpiRead>, String> {
+    let mut bytes = [0u8; pmpi::BYTES];
+    memory
+        .read(address, &mut bytes)
+        .map_err(|e| format!("reading the PMPI state: {e}"))?;
+    let state = match pmpi::decode(&bytes) {
+        Err(LayoutError::Torn) => return Ok(None),
+        other => other.map_err(|e| e.to_string())?,
     };
-    Ok(PmpiRead { state, members })
+    let call_members = match state.communicator {
+        Some(c) => members(c, memory)?,
+        None => Vec::new(),
+    };
+    let mut requests = Vec::new();
+    let mut communicators: Vec<Vec<u32>> = Vec::new();
+    let mut read_at: Vec<(u64, u64)> = Vec::new();
+    if let Some(r) = state.requests.filter(|r| r.published > 0) {
+        let mut raw = vec![0u8; r.published as usize * pmpi::REQUEST_WORDS * 8];
+        memory
+            .read(r.address, &mut raw)
+            .map_err(|e| format!("reading the call's requests: {e}"))?;
+        // The records are written under the state's sequence: a change since the state
+        // was copied means they may be another call's.
+        let mut sequence = [0u8; 8];
+        memory
+            .read(address + pmpi::word::SEQUENCE as u64 * 8, &mut sequence)
+            .map_err(|e| format!("reading the PMPI state: {e}"))?;
+        if u64::from_le_bytes(sequence) != state.sequence {
+            return Ok(None);
+        }
+        for request in pmpi::decode_requests(&raw).map_err(|e| e.to_string())? {
+            let index = match request.communicator {
+                Some(c @ CommWord::Members { size, address }) => {
+                    Some(match read_at.iter().position(|&at| at == (size, address)) {
+                        Some(i) => i,
+                        None => {
+                            communicators.push(members(c, memory)?);
+                            read_at.push((size, address));
+                            communicators.len() - 1
+                        }
+                    })
+                }
+                _ => None,
+            };
+            requests.push((request, index));
+        }
+    }
+    Ok(Some(PmpiRead {
+        state,
+        members: call_members,
+        requests,
+        communicators,
+    }))
+}
+
+/// The world ranks of a communicator's members, where the state points to them.
+fn members(communicator: CommWord, memory: &dyn MemoryReader) -> Result<Vec<u32>, String> {
+    let CommWord::Members { size, address } = communicator else {
+        return Ok(Vec::new());
+    };
+    if size == 0 || size > pmpi::MAX_MEMBERS {
+        return Err(format!("a communicator of {size} members"));
+    }
+    let mut raw = vec![0u8; size as usize * 4];
+    memory
+        .read(address, &mut raw)
+        .map_err(|e| format!("reading the communicator's members: {e}"))?;
+    Ok(raw
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }

@@ -9,6 +9,12 @@
 //! Writes are published like a sequence lock: the rank makes the sequence word odd, writes
 //! the call's words, and makes it even again. A copy taken while the sequence is odd is torn
 //! ([`LayoutError::Torn`]): read again.
+//!
+//! In a completion call (`MPI_Wait`, `MPI_Waitall`, `MPI_Test`, ...) the state also points
+//! to the requests the call completes, [`REQUEST_WORDS`] words each ([`request`]): what
+//! started each (`MPI_Irecv`, `MPI_Isend`, ...), its peer, tag and communicator. They are
+//! written under the same sequence: a reader copies them after the state, then reads the
+//! sequence word again; a change means the copy is torn.
 
 use std::fmt;
 
@@ -17,9 +23,9 @@ pub const SYMBOL: &str = "strata_pmpi_state";
 /// `STRATApm`, little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"STRATApm");
 /// The layout this strata writes and reads.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// Words in the state.
-pub const WORDS: usize = 16;
+pub const WORDS: usize = 24;
 /// The state's size in bytes.
 pub const BYTES: usize = WORDS * 8;
 /// A peer or tag word that the call has none of (`MPI_Barrier` has no peer).
@@ -64,7 +70,45 @@ pub mod word {
     /// 1 when the library stopped recording after an internal error (it forwards every
     /// call all the same): the other words are not to be trusted.
     pub const STOPPED: usize = 13;
+    /// In a completion call: how many request records [`REQUEST_RECORDS`] holds.
+    pub const REQUESTS: usize = 14;
+    /// The address, in the rank, of [`REQUESTS`] records of [`super::REQUEST_WORDS`]
+    /// words each (see [`super::request`]).
+    pub const REQUEST_RECORDS: usize = 15;
+    /// In a completion call: how many of the requests passed are active, that is, not
+    /// `MPI_REQUEST_NULL`. More than [`REQUESTS`] when there were more than
+    /// [`super::MAX_REQUESTS`]; fewer in a long `MPI_Waitall`, whose records are the
+    /// requests still pending when the library last looked (see [`super::request`]).
+    pub const REQUESTS_ACTIVE: usize = 16;
 }
+
+/// Words per request record.
+pub const REQUEST_WORDS: usize = 6;
+/// At most this many request records are published for one call.
+pub const MAX_REQUESTS: u64 = 1024;
+
+/// Index of each word of a request record. A `MPI_Waitall` that does not return at once
+/// publishes the requests still pending when it last looked (it looks again 1, 2, 4 ... up
+/// to every 64 ms): a request can have completed since, so a reader must take a waitall's
+/// records as "at least one of these", never as "all of these".
+pub mod request {
+    /// The call that started the request, an index in [`super::CALLS`] (`MPI_Irecv`,
+    /// `MPI_Isend`, ...); 0 when the library did not see it started (by a call it does not
+    /// wrap, or when it was tracking [`super::MAX_TRACKED`] requests already).
+    pub const CALL: usize = 0;
+    /// The peer as [`super::word::PEER`] says it.
+    pub const PEER: usize = 1;
+    pub const TAG: usize = 2;
+    /// The communicator, as [`super::word::COMM_KIND`], [`super::word::COMM_SIZE`] and
+    /// [`super::word::COMM_MEMBERS`] say it.
+    pub const COMM_KIND: usize = 3;
+    pub const COMM_SIZE: usize = 4;
+    pub const COMM_MEMBERS: usize = 5;
+}
+
+/// At most this many requests are tracked at once in a rank (started and not yet
+/// completed); a request started beyond it is published as not seen started.
+pub const MAX_TRACKED: u64 = 3072;
 
 /// The values of [`word::COMM_KIND`].
 pub mod comm {
@@ -98,7 +142,47 @@ pub const CALLS: &[&str] = &[
     "MPI_Finalize",
     "MPI_Comm_free",
     "MPI_Iprobe",
+    "MPI_Isend",
+    "MPI_Issend",
+    "MPI_Ibsend",
+    "MPI_Irsend",
+    "MPI_Irecv",
+    "MPI_Waitany",
+    "MPI_Waitsome",
+    "MPI_Test",
+    "MPI_Testall",
+    "MPI_Testany",
+    "MPI_Testsome",
+    "MPI_Request_free",
 ];
+
+/// Whether the call of index `index` completes requests (its record points to them).
+pub const fn completes_requests(index: u64) -> bool {
+    if index as usize >= CALLS.len() {
+        return false;
+    }
+    let name = CALLS[index as usize].as_bytes();
+    starts_with(name, b"MPI_Wait") || starts_with(name, b"MPI_Test")
+}
+
+/// Whether a request started by the call `name` is a receive (else a send).
+pub fn receives(name: &str) -> bool {
+    name == "MPI_Irecv"
+}
+
+const fn starts_with(a: &[u8], prefix: &[u8]) -> bool {
+    if a.len() < prefix.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < prefix.len() {
+        if a[i] != prefix[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The index of `name` in [`CALLS`].
 /// A `const fn`, so that a wrapper's index is computed once, by the compiler.
@@ -161,6 +245,31 @@ pub struct PmpiState {
     pub entered: u64,
     pub completed: u64,
     pub world_rank: Option<i64>,
+    /// In a completion call: where its requests' records are.
+    pub requests: Option<RequestsWord>,
+    /// The sequence word of the copy (a reader of the request records compares it with the
+    /// word read again after them).
+    pub sequence: u64,
+}
+
+/// Where a completion call's request records are, and how many requests it was passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestsWord {
+    /// Records published at `address`.
+    pub published: u64,
+    pub address: u64,
+    /// Active requests passed (see [`word::REQUESTS_ACTIVE`]).
+    pub active: u64,
+}
+
+/// One request a completion call was passed, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestState {
+    /// The C name of the call that started it; `None` when the library did not see it.
+    pub started_by: Option<&'static str>,
+    pub peer: Option<PeerWord>,
+    pub tag: Option<i64>,
+    pub communicator: Option<CommWord>,
 }
 
 /// Why a copy of the state could not be decoded.
@@ -172,6 +281,8 @@ pub enum LayoutError {
     Torn,
     UnknownCall(u64),
     Stopped,
+    /// More request records than a reader takes.
+    TooManyRequests(u64),
 }
 
 impl fmt::Display for LayoutError {
@@ -190,6 +301,10 @@ impl fmt::Display for LayoutError {
                 f,
                 "the PMPI library stopped recording after an internal error (the rank's \
                  error output says which)"
+            ),
+            LayoutError::TooManyRequests(n) => write!(
+                f,
+                "{n} request records, more than the {MAX_REQUESTS} the library publishes"
             ),
         }
     }
@@ -226,35 +341,104 @@ pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
         None => return Err(LayoutError::UnknownCall(index)),
     };
     let in_call = call.is_some();
-    let optional = |v: u64| (v != NONE && in_call).then_some(v as i64);
-    let peer = match w(word::PEER) {
-        _ if !in_call => None,
+    let requests = (in_call && completes_requests(index)).then(|| RequestsWord {
+        published: w(word::REQUESTS),
+        address: w(word::REQUEST_RECORDS),
+        active: w(word::REQUESTS_ACTIVE),
+    });
+    if let Some(r) = requests
+        && r.published > MAX_REQUESTS
+    {
+        return Err(LayoutError::TooManyRequests(r.published));
+    }
+    Ok(PmpiState {
+        call,
+        peer: if in_call {
+            peer_word(w(word::PEER))
+        } else {
+            None
+        },
+        tag: if in_call {
+            tag_word(w(word::TAG))
+        } else {
+            None
+        },
+        comm: if in_call { w(word::COMM) } else { 0 },
+        communicator: if in_call {
+            comm_word(
+                w(word::COMM_KIND),
+                w(word::COMM_SIZE),
+                w(word::COMM_MEMBERS),
+            )
+        } else {
+            None
+        },
+        entered: w(word::ENTERED),
+        completed: w(word::COMPLETED),
+        world_rank: (w(word::WORLD_RANK) != NONE).then_some(w(word::WORLD_RANK) as i64),
+        requests,
+        sequence: w(word::SEQUENCE),
+    })
+}
+
+/// Decodes a copy of `requests.published` request records (whole: `REQUEST_WORDS * 8`
+/// bytes each).
+pub fn decode_requests(bytes: &[u8]) -> Result<Vec<RequestState>, LayoutError> {
+    bytes
+        .chunks(REQUEST_WORDS * 8)
+        .map(|record| {
+            if record.len() < REQUEST_WORDS * 8 {
+                return Err(LayoutError::Short(record.len()));
+            }
+            let w = |i: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&record[i * 8..i * 8 + 8]);
+                u64::from_le_bytes(b)
+            };
+            let index = w(request::CALL);
+            let started_by = match usize::try_from(index).ok().and_then(|i| CALLS.get(i)) {
+                Some(&"") => None,
+                Some(name) => Some(*name),
+                None => return Err(LayoutError::UnknownCall(index)),
+            };
+            Ok(RequestState {
+                started_by,
+                peer: peer_word(w(request::PEER)),
+                tag: tag_word(w(request::TAG)),
+                communicator: comm_word(
+                    w(request::COMM_KIND),
+                    w(request::COMM_SIZE),
+                    w(request::COMM_MEMBERS),
+                ),
+            })
+        })
+        .collect()
+}
+
+fn peer_word(v: u64) -> Option<PeerWord> {
+    match v {
         NONE => None,
         ANY_SOURCE => Some(PeerWord::AnySource),
         PROC_NULL => Some(PeerWord::ProcNull),
         v => Some(PeerWord::Rank(v as i64)),
-    };
-    let communicator = match w(word::COMM_KIND) {
-        _ if !in_call => None,
+    }
+}
+
+fn tag_word(v: u64) -> Option<i64> {
+    (v != NONE).then_some(v as i64)
+}
+
+fn comm_word(kind: u64, size: u64, members: u64) -> Option<CommWord> {
+    match kind {
         comm::NONE => None,
         comm::WORLD => Some(CommWord::World),
         comm::SELF => Some(CommWord::Itself),
         comm::MEMBERS => Some(CommWord::Members {
-            size: w(word::COMM_SIZE),
-            address: w(word::COMM_MEMBERS),
+            size,
+            address: members,
         }),
         _ => Some(CommWord::Unknown),
-    };
-    Ok(PmpiState {
-        call,
-        peer,
-        tag: optional(w(word::TAG)),
-        comm: if in_call { w(word::COMM) } else { 0 },
-        communicator,
-        entered: w(word::ENTERED),
-        completed: w(word::COMPLETED),
-        world_rank: (w(word::WORLD_RANK) != NONE).then_some(w(word::WORLD_RANK) as i64),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -334,14 +518,75 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_in_a_waitall_points_to_its_requests() {
+        let waitall = call_index("MPI_Waitall").unwrap();
+        let state = decode(&bytes(&[
+            (word::SEQUENCE, 6),
+            (word::CALL, waitall),
+            (word::REQUESTS, 2),
+            (word::REQUEST_RECORDS, 0x9000),
+            (word::REQUESTS_ACTIVE, 3),
+        ]))
+        .unwrap();
+        assert_eq!(
+            state.requests,
+            Some(RequestsWord {
+                published: 2,
+                address: 0x9000,
+                active: 3
+            })
+        );
+        assert_eq!(state.sequence, 6);
+        let record = |call: u64, peer: u64, tag: u64, kind: u64| {
+            let mut words = [0u64; REQUEST_WORDS];
+            words[request::CALL] = call;
+            words[request::PEER] = peer;
+            words[request::TAG] = tag;
+            words[request::COMM_KIND] = kind;
+            words
+        };
+        let records: Vec<u8> = [
+            record(call_index("MPI_Irecv").unwrap(), 2, 7, comm::WORLD),
+            record(0, NONE, NONE, comm::NONE),
+        ]
+        .iter()
+        .flatten()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+        let requests = decode_requests(&records).unwrap();
+        assert_eq!(
+            requests[0],
+            RequestState {
+                started_by: Some("MPI_Irecv"),
+                peer: Some(PeerWord::Rank(2)),
+                tag: Some(7),
+                communicator: Some(CommWord::World),
+            }
+        );
+        assert_eq!(requests[1].started_by, None, "not seen started");
+        assert!(receives("MPI_Irecv") && !receives("MPI_Isend"));
+        // Outside a completion call there are no requests, whatever the words hold.
+        let recv = call_index("MPI_Recv").unwrap();
+        let state = decode(&bytes(&[(word::CALL, recv), (word::REQUESTS, 2)])).unwrap();
+        assert_eq!(state.requests, None);
+        assert!(matches!(
+            decode(&bytes(&[
+                (word::CALL, waitall),
+                (word::REQUESTS, MAX_REQUESTS + 1)
+            ])),
+            Err(LayoutError::TooManyRequests(_))
+        ));
+    }
+
+    #[test]
     fn what_is_refused() {
         assert_eq!(decode(&[0; 8]), Err(LayoutError::Short(8)));
         let mut other = bytes(&[]);
         other[0] ^= 1;
         assert!(matches!(decode(&other), Err(LayoutError::NoMagic(_))));
         assert_eq!(
-            decode(&bytes(&[(word::VERSION, 2)])),
-            Err(LayoutError::OtherVersion(2))
+            decode(&bytes(&[(word::VERSION, 1)])),
+            Err(LayoutError::OtherVersion(1))
         );
         assert_eq!(
             decode(&bytes(&[(word::SEQUENCE, 3)])),

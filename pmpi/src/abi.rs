@@ -27,6 +27,7 @@ pub(crate) struct Abi {
     pub comm_world: u64,
     pub comm_self: u64,
     pub comm_null: u64,
+    pub request_null: u64,
     pub any_source: i32,
     pub proc_null: i32,
 }
@@ -47,6 +48,7 @@ pub(crate) fn abi() -> &'static Abi {
                 comm_world: world,
                 comm_self: symbol(c"ompi_mpi_comm_self"),
                 comm_null: symbol(c"ompi_mpi_comm_null"),
+                request_null: symbol(c"ompi_request_null"),
                 any_source: -1,
                 proc_null: -2,
             }
@@ -56,6 +58,7 @@ pub(crate) fn abi() -> &'static Abi {
                 comm_world: 0x4400_0000,
                 comm_self: 0x4400_0001,
                 comm_null: 0x0400_0000,
+                request_null: 0x2c00_0000,
                 any_source: -2,
                 proc_null: -1,
             }
@@ -71,6 +74,23 @@ impl Abi {
             raw
         } else {
             raw as u32 as u64
+        }
+    }
+
+    /// Request handle `i` of the program's array `requests` (8 bytes each where handles are
+    /// pointers, 4 where they are `int`s).
+    ///
+    /// # Safety
+    /// `requests` points to at least `i + 1` request handles, as an MPI call taking an
+    /// array of requests is passed.
+    pub unsafe fn request(&self, requests: u64, i: usize) -> u64 {
+        // SAFETY: the caller's contract; handles may sit unaligned in a Fortran array.
+        unsafe {
+            if self.pointers {
+                (requests as *const u64).add(i).read_unaligned()
+            } else {
+                u64::from((requests as *const u32).add(i).read_unaligned())
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ const SELF: Described = Described {
     size: 0,
     members: 0,
 };
-const UNKNOWN: Described = Described {
+pub(crate) const UNKNOWN: Described = Described {
     kind: comm::UNKNOWN,
     size: 0,
     members: 0,

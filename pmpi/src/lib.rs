@@ -7,6 +7,8 @@
 //! * [`state`]: the published words and the sequence lock they are written under.
 //! * [`abi`]: the MPI library below: its functions and its ABI's handles and constants.
 //! * [`comms`]: communicators as world, self, or their members' world ranks.
+//! * [`requests`]: what each nonblocking call started, until it completes, and the
+//!   records of the requests a completion call is passed.
 //! * [`guard`]: a panic in recording stops the recording, never the program.
 //!
 //! What a call records: its name; its peer as a rank of its communicator (the source of a
@@ -22,9 +24,17 @@
 //! Each call is wrapped under its `MPI_` name, for C programs, and its `PMPI_` name, which
 //! Fortran bindings call.
 //!
-//! Not yet: requests (`MPI_Isend`, `MPI_Irecv` and the peers behind a wait), per-call-site
-//! counters, more than one thread in MPI at a time (`MPI_THREAD_MULTIPLE`: the last thread
-//! to enter is recorded).
+//! Requests: `MPI_Isend`, `MPI_Issend`, `MPI_Ibsend`, `MPI_Irsend` and `MPI_Irecv` note
+//! what they started; the completion calls (`MPI_Wait`, `MPI_Waitall`, `MPI_Waitany`,
+//! `MPI_Waitsome` and the four `MPI_Test` calls) publish the records of the requests they
+//! are passed. `MPI_Waitall` is the one call whose behaviour the library shapes: it is made
+//! of the MPI library's `MPI_Testall`, polled (as the MPI libraries' own waits poll), so
+//! that a wait that lasts can publish the requests still pending (looked at with
+//! `MPI_Request_get_status` after 1, 2, 4 ... up to every 64 ms); a waitall that completes
+//! at once is one `MPI_Testall`.
+//!
+//! Not yet: per-call-site counters, more than one thread in MPI at a time
+//! (`MPI_THREAD_MULTIPLE`: the last thread to enter is recorded).
 //!
 //! This crate is the workspace's exception to `unsafe_code = "deny"`: wrapping C functions
 //! is calling and being called through raw function pointers. Each `unsafe` block says why
@@ -33,9 +43,26 @@
 //! forwarding every call.
 #![allow(unsafe_code)]
 
+/// The address of the MPI library's own function named as the wrapper `$symbol`, looked
+/// up once (`abi::function`, in the objects loaded after this one).
+macro_rules! next_function {
+    ($symbol:ident) => {{
+        static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        const NAME: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+            concat!(stringify!($symbol), "\0").as_bytes(),
+        ) {
+            Ok(name) => name,
+            Err(_) => panic!("a name without NUL"),
+        };
+        $crate::abi::function(NAME, &REAL, true)
+    }};
+}
+
 pub mod abi;
 pub mod comms;
 pub mod guard;
+pub mod nonblocking;
+pub mod requests;
 pub mod state;
 
 use std::cell::Cell;
@@ -50,35 +77,25 @@ thread_local! {
 }
 
 /// The arguments of a call that the state records, as received.
-struct Args {
-    peer: Option<u64>,
-    tag: Option<u64>,
-    comm: Option<u64>,
+#[derive(Default)]
+pub(crate) struct Args<'a> {
+    pub peer: Option<u64>,
+    pub tag: Option<u64>,
+    pub comm: Option<u64>,
+    /// A completion call's request handles, as passed.
+    pub requests: Option<&'a [u64]>,
 }
 
-/// A call being made: recorded when made, marked completed when dropped.
-struct Call {
-    outermost: bool,
+/// [`Args`] as the state words say them.
+#[derive(Clone, Copy)]
+pub(crate) struct Translated {
+    pub peer: u64,
+    pub tag: u64,
+    pub handle: Option<u64>,
+    pub described: Option<comms::Described>,
 }
 
-impl Call {
-    fn enter(index: u64, args: Args) -> Call {
-        let depth = DEPTH.with(|d| {
-            let v = d.get();
-            d.set(v + 1);
-            v
-        });
-        let outermost = depth == 0;
-        if outermost {
-            guard::guarded(|| record(index, &args));
-        }
-        Call { outermost }
-    }
-}
-
-/// Publishes the call a rank enters.
-fn record(index: u64, args: &Args) {
-    record_world_rank();
+pub(crate) fn translate(args: &Args) -> Translated {
     let abi = abi::abi();
     let peer = args.peer.map_or(NONE, |raw| match abi::int(raw) {
         r if r == abi.any_source => pmpi::ANY_SOURCE,
@@ -86,18 +103,63 @@ fn record(index: u64, args: &Args) {
         r => i64::from(r) as u64,
     });
     let handle = args.comm.map(|raw| abi.handle(raw));
-    let described = handle.map(comms::describe);
+    Translated {
+        peer,
+        tag: args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
+        handle,
+        described: handle.map(comms::describe),
+    }
+}
+
+/// A call being made: recorded when made, marked completed when dropped.
+pub(crate) struct Call {
+    pub outermost: bool,
+}
+
+impl Call {
+    pub(crate) fn enter(index: u64, args: &Args) -> Call {
+        Call::enter_translated(index, args, None)
+    }
+
+    /// [`Call::enter`] with the arguments already translated (or `None`: translated here
+    /// if the call is recorded).
+    pub(crate) fn enter_translated(
+        index: u64,
+        args: &Args,
+        translated: Option<&Translated>,
+    ) -> Call {
+        let depth = DEPTH.with(|d| {
+            let v = d.get();
+            d.set(v + 1);
+            v
+        });
+        let outermost = depth == 0;
+        if outermost {
+            guard::guarded(|| match translated {
+                Some(t) => record(index, args, t),
+                None => record(index, args, &translate(args)),
+            });
+        }
+        Call { outermost }
+    }
+}
+
+/// Publishes the call a rank enters.
+fn record(index: u64, args: &Args, t: &Translated) {
+    record_world_rank();
+    let described = t.described;
     strata_pmpi_state.publish(|s| {
         s.set(word::CALL, index);
-        s.set(word::PEER, peer);
-        s.set(
-            word::TAG,
-            args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
-        );
-        s.set(word::COMM, handle.unwrap_or(0));
+        s.set(word::PEER, t.peer);
+        s.set(word::TAG, t.tag);
+        s.set(word::COMM, t.handle.unwrap_or(0));
         s.set(word::COMM_KIND, described.map_or(comm::NONE, |d| d.kind));
         s.set(word::COMM_SIZE, described.map_or(0, |d| d.size));
         s.set(word::COMM_MEMBERS, described.map_or(0, |d| d.members));
+        match args.requests {
+            Some(handles) => requests::publish(s, handles, abi::abi().request_null),
+            None => s.set(word::REQUESTS, 0),
+        }
         s.add(word::ENTERED, 1);
     });
 }
@@ -151,23 +213,17 @@ macro_rules! wrap {
         /// # Safety
         /// Called by the program as the MPI function of this name, with its arguments.
         pub unsafe extern "C" fn $symbol($($arg: u64),*) -> i32 {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            const NAME: &std::ffi::CStr =
-                match std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($symbol), "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a name without NUL"),
-                };
             // Looked up by the compiler: a name the layout does not list does not build.
             const INDEX: u64 = match pmpi::call_index(stringify!($call)) {
                 Some(index) => index,
                 None => panic!("a wrapped call the layout does not list"),
             };
-            let address = abi::function(NAME, &REAL, true);
+            let address = next_function!($symbol);
             // SAFETY: `address` is the MPI library's function of the same name, whose C
             // signature takes these arguments in these places and returns an `int`.
             let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
                 unsafe { std::mem::transmute::<usize, _>(address) };
-            let _call = Call::enter(INDEX, Args { peer: $peer, tag: $tag, comm: $comm });
+            let _call = Call::enter(INDEX, &Args { peer: $peer, tag: $tag, comm: $comm, requests: None });
             // SAFETY: the program's own arguments, passed on unchanged.
             unsafe { forward($($arg),*) }
         }
@@ -178,13 +234,70 @@ wrap!(MPI_Send / PMPI_Send(buf, count, datatype, dest, tag, comm) peer = Some(de
 wrap!(MPI_Ssend / PMPI_Ssend(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
 wrap!(MPI_Recv / PMPI_Recv(buf, count, datatype, source, tag, comm, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
 wrap!(MPI_Iprobe / PMPI_Iprobe(source, tag, comm, flag, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
-wrap!(MPI_Wait / PMPI_Wait(request, status) peer = None, tag = None, comm = None);
-wrap!(MPI_Waitall / PMPI_Waitall(count, requests, statuses) peer = None, tag = None, comm = None);
 wrap!(MPI_Barrier / PMPI_Barrier(comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Bcast / PMPI_Bcast(buf, count, datatype, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Reduce / PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Allreduce / PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Finalize / PMPI_Finalize() peer = None, tag = None, comm = None);
+
+/// `MPI_Init_thread` for C programs: forwarded; a program given `MPI_THREAD_MULTIPLE` has
+/// the request table used under a lock from then on.
+///
+/// # Safety
+/// Called by the program as `MPI_Init_thread`, with its arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: u64,
+    argv: u64,
+    required: u64,
+    provided: *mut i32,
+) -> i32 {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_thread(c"MPI_Init_thread", &REAL, argc, argv, required, provided) }
+}
+
+/// `PMPI_Init_thread`, which Fortran bindings call: as [`MPI_Init_thread`].
+///
+/// # Safety
+/// Called as `PMPI_Init_thread`, with its arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Init_thread(
+    argc: u64,
+    argv: u64,
+    required: u64,
+    provided: *mut i32,
+) -> i32 {
+    static REAL: AtomicUsize = AtomicUsize::new(0);
+    // SAFETY: the caller's contract, passed on.
+    unsafe { init_thread(c"PMPI_Init_thread", &REAL, argc, argv, required, provided) }
+}
+
+/// `MPI_THREAD_MULTIPLE`, the same in every MPI ABI strata reads.
+const THREAD_MULTIPLE: i32 = 3;
+
+/// # Safety
+/// The arguments of `MPI_Init_thread`: `provided` points to an `int`.
+unsafe fn init_thread(
+    name: &std::ffi::CStr,
+    slot: &AtomicUsize,
+    argc: u64,
+    argv: u64,
+    required: u64,
+    provided: *mut i32,
+) -> i32 {
+    let address = abi::function(name, slot, true);
+    // SAFETY: the MPI library's function of that name, with the same arguments.
+    let forward: unsafe extern "C" fn(u64, u64, u64, *mut i32) -> i32 =
+        unsafe { std::mem::transmute(address) };
+    // SAFETY: the program's own arguments, passed on unchanged.
+    let rc = unsafe { forward(argc, argv, required, provided) };
+    // SAFETY: the call succeeded, so it wrote the level at the program's `provided`.
+    if rc == 0 && !provided.is_null() && unsafe { provided.read() } == THREAD_MULTIPLE {
+        requests::serialise();
+    }
+    rc
+}
 
 /// `MPI_Comm_free(MPI_Comm *comm)`: forwarded, then the communicator forgotten (MPICH
 /// hands its handle out again).
@@ -232,10 +345,9 @@ unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, comm: *mut u64) -
     let rc = {
         let _call = Call::enter(
             INDEX,
-            Args {
-                peer: None,
-                tag: None,
+            &Args {
                 comm: Some(handle),
+                ..Args::default()
             },
         );
         // SAFETY: the program's own argument, passed on unchanged.

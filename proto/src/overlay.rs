@@ -504,6 +504,45 @@ pub struct PmpiNote {
     pub completed: u64,
     #[prost(sint64, optional, tag = "11")]
     pub world_rank: Option<i64>,
+    /// In a completion call: the requests it was passed.
+    #[prost(message, repeated, tag = "12")]
+    pub requests: Vec<PmpiRequestNote>,
+    /// Active requests the call was passed (more than `requests` holds past the library's
+    /// cap; fewer in a long waitall, whose records are those still pending).
+    #[prost(uint64, tag = "13")]
+    pub requests_active: u64,
+    /// The members (world ranks) of the requests' derived communicators, each once.
+    #[prost(message, repeated, tag = "14")]
+    pub communicators: Vec<Members>,
+}
+
+/// A request a completion call was passed, as the PMPI library recorded its start.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiRequestNote {
+    /// The call that started it (`MPI_Irecv`); empty when the library did not see it.
+    #[prost(string, tag = "1")]
+    pub started_by: String,
+    #[prost(sint64, optional, tag = "2")]
+    pub peer: Option<i64>,
+    #[prost(bool, tag = "3")]
+    pub any_source: bool,
+    #[prost(bool, tag = "4")]
+    pub proc_null: bool,
+    #[prost(sint64, optional, tag = "5")]
+    pub tag: Option<i64>,
+    /// As [`PmpiNote::communicator`].
+    #[prost(string, tag = "6")]
+    pub communicator: String,
+    /// With `members`: the index of its members in [`PmpiNote::communicators`].
+    #[prost(uint32, optional, tag = "7")]
+    pub members: Option<u32>,
+}
+
+/// World ranks, rank 0 of the communicator first.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Members {
+    #[prost(uint32, repeated, tag = "1")]
+    pub ranks: Vec<u32>,
 }
 
 /// Ranks whose full stacks are wanted.

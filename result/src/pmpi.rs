@@ -26,6 +26,35 @@ pub struct PmpiRecord {
     pub entered: u64,
     #[serde(default)]
     pub completed: u64,
+    /// In a completion call (`MPI_Wait`, `MPI_Waitall`, `MPI_Test`, ...): the requests it
+    /// was passed. In a `MPI_Waitall` that lasted, those still pending when the library
+    /// last looked (a request may have completed since).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<PmpiRequest>,
+    /// Active requests the call was passed that `requests` does not hold (past the
+    /// library's cap of 1024).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requests_unrecorded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A request a completion call was passed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmpiRequest {
+    /// The call that started it (`MPI_Irecv`, `MPI_Isend`); `None` when the library did not
+    /// see it started (a call it does not wrap, such as `MPI_Ibcast` or `MPI_Start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
+    /// The source of a receive, the destination of a send, as a rank of `communicator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PmpiPeer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communicator: Option<PmpiCommunicator>,
 }
 
 /// A peer argument.

@@ -294,7 +294,7 @@ fn pmpi_record(
     note: &strata_proto::overlay::PmpiNote,
     job_size: u32,
 ) -> strata_result::pmpi::PmpiRecord {
-    use strata_result::pmpi::{PmpiCommunicator, PmpiPeer, PmpiRecord};
+    use strata_result::pmpi::{PmpiRecord, PmpiRequest};
     let refused = |why: String| PmpiRecord {
         error: Some(why),
         ..PmpiRecord::default()
@@ -302,33 +302,31 @@ fn pmpi_record(
     if let Some(e) = &note.error {
         return refused(e.clone());
     }
-    let communicator = match note.communicator.as_str() {
-        "" => None,
-        "world" => Some(PmpiCommunicator::World),
-        "self" => Some(PmpiCommunicator::Itself),
-        "members" => {
-            if note.members.is_empty() || note.members.iter().any(|&r| r >= job_size) {
-                return refused(format!(
-                    "a communicator of {} members, some outside the job of {job_size}",
-                    note.members.len()
-                ));
-            }
-            Some(PmpiCommunicator::Members(note.members.clone()))
+    let arguments = || -> Result<_, String> {
+        let communicator = pmpi_communicator(&note.communicator, &note.members, job_size)?;
+        let peer = pmpi_peer(note.peer, note.any_source, note.proc_null, job_size)?;
+        let mut requests = Vec::new();
+        for r in &note.requests {
+            let members = match r.members {
+                None => &[][..],
+                Some(i) => note
+                    .communicators
+                    .get(i as usize)
+                    .map(|m| &m.ranks[..])
+                    .ok_or_else(|| format!("a request's communicator {i} that was not sent"))?,
+            };
+            requests.push(PmpiRequest {
+                started_by: (!r.started_by.is_empty()).then(|| r.started_by.clone()),
+                peer: pmpi_peer(r.peer, r.any_source, r.proc_null, job_size)?,
+                tag: r.tag,
+                communicator: pmpi_communicator(&r.communicator, members, job_size)?,
+            });
         }
-        _ => Some(PmpiCommunicator::Unknown),
+        Ok((communicator, peer, requests))
     };
-    let peer = if note.any_source {
-        Some(PmpiPeer::AnySource)
-    } else if note.proc_null {
-        Some(PmpiPeer::ProcNull)
-    } else {
-        match note.peer {
-            None => None,
-            Some(p) => match u32::try_from(p) {
-                Ok(p) if p < job_size => Some(PmpiPeer::Rank(p)),
-                _ => return refused(format!("a peer {p} outside the job of {job_size}")),
-            },
-        }
+    let (communicator, peer, requests) = match arguments() {
+        Ok(parts) => parts,
+        Err(why) => return refused(why),
     };
     PmpiRecord {
         error: None,
@@ -338,5 +336,54 @@ fn pmpi_record(
         communicator,
         entered: note.entered,
         completed: note.completed,
+        requests_unrecorded: note.requests_active.saturating_sub(requests.len() as u64),
+        requests,
+    }
+}
+
+/// A communicator word of a note, bounded by the job.
+fn pmpi_communicator(
+    kind: &str,
+    members: &[u32],
+    job_size: u32,
+) -> Result<Option<strata_result::pmpi::PmpiCommunicator>, String> {
+    use strata_result::pmpi::PmpiCommunicator;
+    Ok(match kind {
+        "" => None,
+        "world" => Some(PmpiCommunicator::World),
+        "self" => Some(PmpiCommunicator::Itself),
+        "members" => {
+            if members.is_empty() || members.iter().any(|&r| r >= job_size) {
+                return Err(format!(
+                    "a communicator of {} members, some outside the job of {job_size}",
+                    members.len()
+                ));
+            }
+            Some(PmpiCommunicator::Members(members.to_vec()))
+        }
+        _ => Some(PmpiCommunicator::Unknown),
+    })
+}
+
+/// A peer word of a note, bounded by the job.
+fn pmpi_peer(
+    peer: Option<i64>,
+    any_source: bool,
+    proc_null: bool,
+    job_size: u32,
+) -> Result<Option<strata_result::pmpi::PmpiPeer>, String> {
+    use strata_result::pmpi::PmpiPeer;
+    if any_source {
+        return Ok(Some(PmpiPeer::AnySource));
+    }
+    if proc_null {
+        return Ok(Some(PmpiPeer::ProcNull));
+    }
+    match peer {
+        None => Ok(None),
+        Some(p) => match u32::try_from(p) {
+            Ok(p) if p < job_size => Ok(Some(PmpiPeer::Rank(p))),
+            _ => Err(format!("a peer {p} outside the job of {job_size}")),
+        },
     }
 }

@@ -6,7 +6,7 @@
 //! * [`crate::from_source`], best effort: the call's argument expressions read from the
 //!   source line at the call site, their variables read by the daemons in the calling
 //!   frame (exact at -O0; optimised code often has them `<optimized out>`).
-//! * the PMPI library (a later producer): the arguments as the library was called, exact,
+//! * [`crate::from_library`]: the arguments as strata's PMPI library was called, exact,
 //!   with the peers behind request handles and the members of derived communicators.
 //!
 //! A peer is a rank *of the call's communicator*. Only on the world communicator is that a
@@ -123,7 +123,102 @@ pub struct CallArguments {
     /// The root of a rooted collective.
     pub root: Option<Peer>,
     pub communicator: Option<Communicator>,
+    /// A completion call's requests (`MPI_Wait`, `MPI_Waitall`, `MPI_Test`, ...), which the
+    /// PMPI library knows.
+    pub requests: Option<Requests>,
     pub origin: Option<Origin>,
+}
+
+/// The requests a completion call was passed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Requests {
+    /// The active ones, as recorded (in a waitall that lasted: those pending when the
+    /// library last looked, some of which may have completed since).
+    pub recorded: Vec<Request>,
+    /// Active requests not recorded (past the library's cap).
+    pub unrecorded: u64,
+}
+
+/// One request, as the call that started it was given it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Request {
+    /// The call that started it (`MPI_Irecv`); `None` when the library did not see it
+    /// started.
+    pub started_by: Option<String>,
+    /// The source of a receive, the destination of a send.
+    pub peer: Peer,
+    pub tag: Option<i64>,
+    pub communicator: Communicator,
+}
+
+impl Request {
+    /// Whether it is a receive (else a send, or not known).
+    pub fn receives(&self) -> bool {
+        self.started_by.as_deref() == Some("MPI_Irecv")
+    }
+
+    /// `a receive from rank 2 (tag 7)`.
+    pub fn describe(&self) -> String {
+        let Some(call) = &self.started_by else {
+            return "a request the PMPI library did not see started".to_string();
+        };
+        let (what, way) = if self.receives() {
+            ("a receive", "from")
+        } else {
+            ("a send", "to")
+        };
+        let what = if call == "MPI_Issend" {
+            "a synchronous send"
+        } else {
+            what
+        };
+        let mut text = format!("{what} {way} {}", self.peer.describe());
+        if !matches!(self.communicator, Communicator::World) {
+            text.push_str(&format!(" of {}", self.communicator.describe()));
+        }
+        if let Some(tag) = self.tag {
+            text.push_str(&format!(" (tag {tag})"));
+        }
+        text
+    }
+}
+
+impl Requests {
+    /// `a receive from rank 2 (tag 7)`, or for many, `12 requests: receives from [1-3],
+    /// sends to [1-3]`.
+    pub fn describe(&self) -> String {
+        let mut text = if self.recorded.len() <= 3 {
+            self.recorded
+                .iter()
+                .map(Request::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            let of = |receives: bool| {
+                let set: RankSet = self
+                    .recorded
+                    .iter()
+                    .filter(|r| r.receives() == receives)
+                    .filter_map(|r| match r.peer {
+                        Peer::Rank(n) => Some(n),
+                        _ => None,
+                    })
+                    .collect();
+                format_set(&set)
+            };
+            format!(
+                "{} requests: receives from ranks [{}], sends to ranks [{}] (ranks of their \
+                 communicators)",
+                self.recorded.len(),
+                of(true),
+                of(false)
+            )
+        };
+        if self.unrecorded > 0 {
+            text.push_str(&format!(" and {} not recorded", self.unrecorded));
+        }
+        text
+    }
 }
 
 impl CallArguments {
@@ -137,6 +232,10 @@ impl CallArguments {
                 .communicator
                 .as_ref()
                 .is_some_and(|c| !matches!(c, Communicator::Unknown(_)))
+            || self
+                .requests
+                .as_ref()
+                .is_some_and(|r| !r.recorded.is_empty())
     }
 }
 

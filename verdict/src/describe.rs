@@ -54,6 +54,9 @@ pub(crate) fn doing_with_peers(
     if let Some(p) = args.root.as_ref().and_then(peer) {
         what.push_str(&format!(" (root {p})"));
     }
+    if let Some(r) = args.requests.as_ref().filter(|r| !r.recorded.is_empty()) {
+        what.push_str(&format!(" on {}", r.describe()));
+    }
     match &args.communicator {
         // A point-to-point call on a known communicator says nothing more than its peers.
         Some(c @ (Communicator::World | Communicator::Itself | Communicator::Members(_)))

@@ -4,14 +4,14 @@
 //! moved on between the last sample and the read, or is in a call the library does not
 //! wrap) the arguments read from the source stand.
 
-use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer};
+use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer, Request, Requests};
 use crate::observe::{Activity, Observations};
 use crate::signature::signature;
 use serde::Serialize;
 use strata_filters::taskset::{format_set, format_set_shortened};
 use strata_filters::{RankSet, TaskSet};
 use strata_result::StrataResult;
-use strata_result::pmpi::{PmpiCommunicator, PmpiPeer};
+use strata_result::pmpi::{PmpiCommunicator, PmpiPeer, PmpiRequest};
 
 /// Which ranks in MPI the verdict has the library's exact record of, and which not: said
 /// whenever some rank of the job had the library loaded.
@@ -92,28 +92,29 @@ pub fn overlay(
         if seen != Some(name) {
             continue;
         }
-        let Some(sig) = signature(name) else {
-            continue;
-        };
-        let peer = record.peer.as_ref().map(|p| match p {
-            PmpiPeer::Rank(r) => Peer::Rank(*r),
-            PmpiPeer::AnySource => Peer::Any,
-            PmpiPeer::ProcNull => Peer::ProcNull,
-        });
-        let communicator = record.communicator.as_ref().map(|c| match c {
-            PmpiCommunicator::World => Communicator::World,
-            PmpiCommunicator::Itself => Communicator::Itself,
-            PmpiCommunicator::Members(m) => Communicator::Members(m.clone()),
-            PmpiCommunicator::Unknown => Communicator::Unknown(
-                "an intercommunicator, or one the PMPI library could not ask".to_string(),
-            ),
-        });
-        let exact = CallArguments {
-            source: sig.source.and(peer.clone()),
-            destination: sig.destination.and(peer.clone()),
-            root: sig.root.and(peer),
-            communicator: sig.communicator.and(communicator),
-            origin: Some(Origin::MpiLibrary),
+        let exact = if completes_requests(name) {
+            CallArguments {
+                requests: Some(Requests {
+                    recorded: record.requests.iter().map(request).collect(),
+                    unrecorded: record.requests_unrecorded,
+                }),
+                origin: Some(Origin::MpiLibrary),
+                ..CallArguments::default()
+            }
+        } else {
+            let Some(sig) = signature(name) else {
+                continue;
+            };
+            let peer = record.peer.as_ref().map(peer);
+            let communicator = record.communicator.as_ref().map(communicator);
+            CallArguments {
+                source: sig.source.and(peer.clone()),
+                destination: sig.destination.and(peer.clone()),
+                root: sig.root.and(peer),
+                communicator: sig.communicator.and(communicator),
+                requests: None,
+                origin: Some(Origin::MpiLibrary),
+            }
         };
         if let Some(slot) = arguments.ranks.get_mut(info.rank as usize) {
             *slot = Some(exact);
@@ -122,4 +123,44 @@ pub fn overlay(
     }
     coverage.without = coverage.without.difference(&coverage.exact);
     (arguments, loaded.then_some(coverage))
+}
+
+/// Whether `call` completes requests (a wait or a test), whose record lists them.
+fn completes_requests(call: &str) -> bool {
+    call.starts_with("MPI_Wait") || call.starts_with("MPI_Test")
+}
+
+fn peer(p: &PmpiPeer) -> Peer {
+    match p {
+        PmpiPeer::Rank(r) => Peer::Rank(*r),
+        PmpiPeer::AnySource => Peer::Any,
+        PmpiPeer::ProcNull => Peer::ProcNull,
+    }
+}
+
+fn communicator(c: &PmpiCommunicator) -> Communicator {
+    match c {
+        PmpiCommunicator::World => Communicator::World,
+        PmpiCommunicator::Itself => Communicator::Itself,
+        PmpiCommunicator::Members(m) => Communicator::Members(m.clone()),
+        PmpiCommunicator::Unknown => Communicator::Unknown(
+            "an intercommunicator, or one the PMPI library could not ask".to_string(),
+        ),
+    }
+}
+
+fn request(r: &PmpiRequest) -> Request {
+    let unknown = |what: &str| format!("the PMPI library did not record its {what}");
+    Request {
+        started_by: r.started_by.clone(),
+        peer: r
+            .peer
+            .as_ref()
+            .map_or_else(|| Peer::Unknown(unknown("peer")), peer),
+        tag: r.tag,
+        communicator: r.communicator.as_ref().map_or_else(
+            || Communicator::Unknown(unknown("communicator")),
+            communicator,
+        ),
+    }
 }

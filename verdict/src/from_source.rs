@@ -425,6 +425,7 @@ pub fn arguments(
                         root: unknown(site.signature.root).map(Peer::Unknown),
                         communicator: unknown(site.signature.communicator)
                             .map(Communicator::Unknown),
+                        requests: None,
                         origin: Some(Origin::SourceAndVariables),
                     }
                 }
@@ -453,6 +454,7 @@ pub fn arguments(
                         destination,
                         root,
                         communicator,
+                        requests: None,
                         origin: Some(Origin::SourceAndVariables),
                     }
                 }

@@ -13,9 +13,11 @@
 //!   it (`All`); `MPI_Init` waits for the world;
 //! * ranks outside MPI or moving wait for no one and may still send anything (`Free`);
 //!   finished ranks will never send (`Finished`);
-//! * anything whose peers are not known (a wait on requests, a derived communicator, an
-//!   argument not read) is `Unknown`, and taken to be released: the graph only proves
-//!   what its known edges force.
+//! * a wait or test on requests whose starts strata's PMPI library recorded: their peers
+//!   (`All` for one request, `Any` for several: see [`request_wait`]);
+//! * anything whose peers are not known (requests without the library, a derived
+//!   communicator, an argument not read) is `Unknown`, and taken to be released: the graph
+//!   only proves what its known edges force.
 //!
 //! Release is the fixed point: free and unknown nodes are released, an `All` node when
 //! every node it waits for is, an `Any` node when one is. What is never released is stuck
@@ -23,7 +25,7 @@
 //! components) are the deadlock's core; a stuck node that waits for a finished rank waits
 //! for a message that will never come.
 
-use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer};
+use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer, Requests};
 use crate::observe::{Observations, RankState};
 use crate::role::{Role, role};
 use crate::signature::signature;
@@ -369,6 +371,9 @@ fn wait(
             .unwrap_or_default();
         return Wait::All(&members - &present);
     }
+    if let Some(requests) = args.and_then(|a| a.requests.as_ref()) {
+        return request_wait(&call.name, requests, any_rank, job_size);
+    }
     let Some(args) = args.filter(|_| signature(&call.name).is_some()) else {
         return Wait::Unknown(format!(
             "the peers of {} are known to the MPI library only",
@@ -422,6 +427,69 @@ fn wait(
                     all
                 }),
         ),
+    }
+}
+
+/// What a completion call on `requests` waits for: the sources of its receives and the
+/// destinations of its sends. One request: for its peer (`All`). More than one: for any
+/// of them (`Any`), even in a `MPI_Waitall`, which needs them all: a waitall's record is
+/// of the requests pending when the library last looked, and one of those may have
+/// completed since, so only "all of its peers are stuck" proves it stuck.
+fn request_wait(call: &str, requests: &Requests, rank: u32, job_size: u32) -> Wait {
+    if requests.unrecorded > 0 {
+        return Wait::Unknown(format!(
+            "{} of the requests of {call} were not recorded (past the PMPI library's cap)",
+            requests.unrecorded
+        ));
+    }
+    let mut targets = RankSet::new();
+    let mut any = requests.recorded.len() > 1;
+    for r in &requests.recorded {
+        if r.started_by.is_none() {
+            return Wait::Unknown(format!(
+                "{call} waits on a request the PMPI library did not see started (by a call \
+                 it does not wrap, such as MPI_Ibcast or MPI_Start)"
+            ));
+        }
+        match &r.peer {
+            Peer::Rank(n) => match r.communicator.job_rank(*n, job_size) {
+                Some(j) => {
+                    targets.insert(j);
+                }
+                None => {
+                    return Wait::Unknown(r.communicator.unknown_because().unwrap_or_else(|| {
+                        format!("rank {n} is not in {}", r.communicator.describe())
+                    }));
+                }
+            },
+            Peer::Any => match r.communicator.members(rank, job_size) {
+                Some(m) => {
+                    targets.union_with(&m);
+                    any = true;
+                }
+                None => return Wait::Unknown(r.communicator.unknown_because().unwrap_or_default()),
+            },
+            // Complete at once: a wait for all does not wait for it, a wait for any
+            // returns.
+            Peer::ProcNull if call == "MPI_Waitall" || call == "MPI_Testall" => {}
+            Peer::ProcNull => {
+                return Wait::Unknown(format!(
+                    "{call} has a request on MPI_PROC_NULL, complete at once: something else \
+                     holds it"
+                ));
+            }
+            Peer::Unknown(why) => return Wait::Unknown(format!("peer unknown: {why}")),
+        }
+    }
+    if targets.is_empty() {
+        return Wait::Unknown(format!(
+            "{call} has no pending request and returns at once: something else holds it"
+        ));
+    }
+    if any {
+        Wait::Any(targets)
+    } else {
+        Wait::All(targets)
     }
 }
 

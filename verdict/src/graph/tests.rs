@@ -1,5 +1,6 @@
 use super::*;
 use crate::Verdict;
+use crate::arguments::Request;
 use crate::decide::Kind;
 use crate::observe::observe;
 use crate::testing::{mpi, result, stack};
@@ -291,4 +292,129 @@ fn an_undecided_answer_says_which_argument_was_not_read() {
             .ends_with("not read: [0-1] peer unknown: `nbr[2]` is not evaluated"),
         "{d:#?}"
     );
+}
+
+fn requests(recorded: Vec<Request>) -> Option<CallArguments> {
+    Some(CallArguments {
+        requests: Some(Requests {
+            recorded,
+            unrecorded: 0,
+        }),
+        origin: Some(Origin::MpiLibrary),
+        ..CallArguments::default()
+    })
+}
+
+fn irecv(from: u32) -> Request {
+    Request {
+        started_by: Some("MPI_Irecv".into()),
+        peer: Peer::Rank(from),
+        tag: Some(2),
+        communicator: Communicator::World,
+    }
+}
+
+#[test]
+fn a_waitall_on_a_receive_nobody_sends_is_proved_stuck_with_the_library() {
+    // Rank 0 waits for a receive from rank 2, which waits in a barrier for rank 0.
+    let trace = |rank| {
+        if rank == 0 {
+            in_call("PMPI_Waitall", 20)
+        } else {
+            in_call("PMPI_Barrier", 30)
+        }
+    };
+    let barrier = || {
+        Some(CallArguments {
+            communicator: Some(Communicator::World),
+            origin: Some(Origin::MpiLibrary),
+            ..CallArguments::default()
+        })
+    };
+    let v = verdict(4, trace, |rank| {
+        if rank == 0 {
+            requests(vec![irecv(2)])
+        } else {
+            barrier()
+        }
+    });
+    let d = &v.decision;
+    // The barrier misses rank 0, which waits for rank 2, which is in the barrier.
+    assert_eq!(
+        (d.kind, d.confidence, d.ranks.as_str()),
+        (
+            Kind::CollectiveMismatch,
+            crate::decide::Confidence::Proved,
+            "0"
+        ),
+        "{d:#?}"
+    );
+    let graph = d.wait_for.as_ref().unwrap();
+    let edge = graph.edges.iter().find(|e| e.from == "0").unwrap();
+    assert_eq!(
+        (edge.to.as_str(), edge.semantics),
+        ("2", "all"),
+        "{graph:#?}"
+    );
+    assert!(
+        d.culprits
+            .iter()
+            .any(|c| c.doing == "in MPI_Waitall on a receive from rank 2 (tag 2)"),
+        "{d:#?}"
+    );
+    // Two pending requests: stuck only if every peer is (one may have completed since the
+    // library looked). Rank 1 computing may send: nothing is proved.
+    let v = verdict(
+        4,
+        |rank| match rank {
+            1 => stack(40, vec![]),
+            _ => trace(rank),
+        },
+        |rank| match rank {
+            0 => requests(vec![irecv(1), irecv(2)]),
+            1 => None,
+            _ => collective(Communicator::World),
+        },
+    );
+    let graph = v.decision.wait_for.as_ref().unwrap();
+    let edge = graph.edges.iter().find(|e| e.from == "0").unwrap();
+    assert_eq!(
+        (edge.to.as_str(), edge.semantics),
+        ("1-2", "any"),
+        "{graph:#?}"
+    );
+    assert!(!edge.stuck, "{graph:#?}");
+    // A request the library did not see started, or one past its cap: not known.
+    for unknown in [
+        Requests {
+            recorded: vec![Request {
+                started_by: None,
+                ..irecv(2)
+            }],
+            unrecorded: 0,
+        },
+        Requests {
+            recorded: vec![irecv(2)],
+            unrecorded: 3,
+        },
+    ] {
+        let v = verdict(4, trace, |rank| {
+            if rank == 0 {
+                Some(CallArguments {
+                    requests: Some(unknown.clone()),
+                    origin: Some(Origin::MpiLibrary),
+                    ..CallArguments::default()
+                })
+            } else {
+                barrier()
+            }
+        });
+        assert_ne!(
+            v.decision.confidence,
+            crate::decide::Confidence::Proved,
+            "{unknown:?}"
+        );
+        let graph = v.decision.wait_for.as_ref().unwrap();
+        assert_eq!(graph.unknown.len(), 1, "{graph:#?}");
+    }
 }
