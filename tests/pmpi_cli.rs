@@ -323,6 +323,95 @@ fn exchange_unsent_on(stack: Stack) {
     }
 }
 
+/// `tests/hangs/issend_finalized.c`: rank 0 waits on an `MPI_Issend` to rank 3, which is
+/// in `MPI_Finalize` with the others. Without the library it is the one rank left waiting
+/// (likely, the corpus checks that); with it, the request is a send to a finished rank:
+/// proved.
+#[test]
+fn a_send_to_a_rank_that_finalized_is_proved_with_the_library() {
+    for stack in Stack::ALL {
+        let exe = stack.build(
+            "c",
+            "../../../tests/hangs/issend_finalized.c",
+            &format!("issend_finalized_{}", stack.name()),
+        );
+        let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+        let result = attach_json(&job, 3, stack);
+        let record = &result["ranks"][0]["pmpi"];
+        assert_eq!(record["call"], "MPI_Wait", "{stack:?}: {record:#}");
+        assert_eq!(
+            record["requests"],
+            serde_json::json!([{
+                "started_by": "MPI_Issend",
+                "peer": {"rank": 3},
+                "tag": 9,
+                "communicator": "world"
+            }]),
+            "{stack:?}: {record:#}"
+        );
+        let verdict = &result["verdict"];
+        assert_eq!(
+            (&verdict["kind"], &verdict["confidence"], &verdict["ranks"]),
+            (
+                &Value::from("message_never_sent"),
+                &Value::from("proved"),
+                &Value::from("0")
+            ),
+            "{stack:?}: {verdict:#}"
+        );
+        let summary = verdict["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("MPI_Wait on a synchronous send to rank 3 (tag 9)"),
+            "{stack:?}: {summary}"
+        );
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}
+
+/// A process whose `libstrata_pmpi` is of another layout version (another strata's): the
+/// daemon says so in the rank's `pmpi.error` and samples it as without the library.
+#[test]
+fn a_library_of_another_layout_version_is_named_and_the_rank_still_sampled() {
+    let lib = target::compile(
+        "pmpi_other_layout.c",
+        "libstrata_pmpi_v1.so",
+        &["-shared", "-fPIC"],
+    );
+    let exe = target::compile_linked(
+        "pmpi_other_layout_main.c",
+        "pmpi_other_layout_main",
+        &["-g"],
+        &[lib.to_str().unwrap()],
+    );
+    let t = target::Target::start(&exe, &[]);
+    let pid = t.pid().to_string();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pid,
+        "-n",
+        "2",
+        "--json",
+        "--no-files",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let rank = &result["ranks"][0];
+    let error = rank["pmpi"]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{rank:#}"));
+    assert!(
+        error.contains("layout version 1, this strata reads version 2"),
+        "{error}"
+    );
+    assert!(rank.get("error").is_none(), "sampled fully: {rank:#}");
+    let classes = result["classes"].to_string();
+    assert!(classes.contains("main"), "{classes}");
+    target::assert_free(t.pid());
+}
+
 /// `strata run -- LAUNCHER ...` on every stack: the library it writes out (the one
 /// embedded in strata) is preloaded in every rank, by `-x` for Open MPI's launchers and
 /// through the environment for hydra's, and `strata attach` reads each rank's record.

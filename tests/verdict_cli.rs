@@ -425,6 +425,11 @@ fn a_ring_exchange_one_rank_skips_is_a_guess_without_the_library() {
 }
 
 #[test]
+fn a_synchronous_send_to_a_finished_rank_waited_on_by_request() {
+    check("issend_finalized.c");
+}
+
+#[test]
 fn a_synchronous_send_nobody_receives() {
     check("ssend_unreceived.c");
 }

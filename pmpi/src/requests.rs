@@ -3,7 +3,7 @@
 //! completion call is passed (`strata_pmpi_layout::request`).
 //!
 //! The table is bounded: at most [`pmpi::MAX_TRACKED`] requests are tracked at once, in a
-//! fixed table of [`SLOTS`] entries (224 KiB of zero pages, touched as used); a request
+//! fixed table of 4,096 entries (224 KiB of zero pages, touched as used); a request
 //! started beyond that is published as "not seen started", and a reader knows nothing of
 //! its peer. The published records are at most [`pmpi::MAX_REQUESTS`] (48 KiB).
 //!

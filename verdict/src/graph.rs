@@ -14,7 +14,7 @@
 //! * ranks outside MPI or moving wait for no one and may still send anything (`Free`);
 //!   finished ranks will never send (`Finished`);
 //! * a wait or test on requests whose starts strata's PMPI library recorded: their peers
-//!   (`All` for one request, `Any` for several: see [`request_wait`]);
+//!   (`All` for one request, `Any` for several: a waitall's record may be stale);
 //! * anything whose peers are not known (requests without the library, a derived
 //!   communicator, an argument not read) is `Unknown`, and taken to be released: the graph
 //!   only proves what its known edges force.

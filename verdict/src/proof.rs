@@ -96,7 +96,7 @@ pub(crate) fn from_graph(g: &WaitFor, partly: bool, evidence: &[String]) -> Opti
     let waiting = g.waiting_for_finished();
     if !waiting.is_empty() {
         let summary = format!(
-            "{}: {} finished and will send nothing",
+            "{}: {} finished, and will neither send nor receive",
             phrases(g, &waiting),
             if waiting.len() == 1 && g.nodes[waiting[0]].ranks.count() == 1 {
                 "that rank has"

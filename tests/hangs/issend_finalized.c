@@ -1,0 +1,26 @@
+/* Rank 0 sends synchronously to rank 3 with MPI_Issend and waits for the request; rank 3
+ * never posts the receive: it and the others are in MPI_Finalize.
+ *
+ * strata-corpus: ranks 4
+ * strata-expect: state 0 in_mpi MPI_Wait @WAIT unchanged
+ * strata-expect: state 1-3 in_mpi MPI_Finalize @FINALIZE unchanged
+ * strata-expect: verdict message_never_sent 0 @WAIT
+ *
+ * Without strata's PMPI library the request's peer is the MPI library's: rank 0 is the one
+ * rank left waiting (likely). With it, the request is a send to rank 3, which has finished:
+ * proved.
+ */
+#include "announce.h"
+
+int main(int argc, char **argv) {
+    int x = 1;
+    MPI_Request request;
+    MPI_Init(&argc, &argv);
+    int rank = announce();
+    if (rank == 0) {
+        MPI_Issend(&x, 1, MPI_INT, 3, 9, MPI_COMM_WORLD, &request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE); /* @WAIT */
+    }
+    MPI_Finalize(); /* @FINALIZE */
+    return 0;
+}
