@@ -1,9 +1,10 @@
 /* The PMPI library's cost (tests/bench/pmpi.sh).
  *   pmpi_cost probe N   one rank: N calls of MPI_Iprobe that find nothing; rank 0 prints
  *                       "ns_per_call X".
- *   pmpi_cost halo N M  a ring halo exchange of M doubles (default 64) per message: each
+ *   pmpi_cost halo N M W  a ring halo exchange of M doubles (default 64) per message: each
  *                       iteration posts a receive from both neighbours, sends to both,
- *                       waits for the four requests (MPI_Waitall), and every 100th
+ *                       waits for the four requests (MPI_Waitall), updates W doubles of its
+ *                       own (a 3-point stencil, default 0: no computation), and every 100th
  *                       iteration joins an MPI_Allreduce; rank 0 prints
  *                       "seconds X iterations_per_second Y". */
 #include <mpi.h>
@@ -28,6 +29,8 @@ int main(int argc, char **argv) {
             printf("ns_per_call %.2f\n", t / n * 1e9);
     } else {
         long m = argc > 3 ? atol(argv[3]) : 64;
+        long w = argc > 4 ? atol(argv[4]) : 0;
+        double *grid[2] = {calloc(w + 2, sizeof(double)), calloc(w + 2, sizeof(double))};
         double *halo[2] = {calloc(m, sizeof(double)), calloc(m, sizeof(double))};
         double *out[2] = {calloc(m, sizeof(double)), calloc(m, sizeof(double))};
         double sum = 0, all = 0;
@@ -43,6 +46,15 @@ int main(int argc, char **argv) {
             MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
             out[0][i % m] = halo[0][i % m] + 1;
             out[1][i % m] = halo[1][i % m] + 1;
+            if (w > 0) {
+                double *from = grid[i % 2], *to = grid[(i + 1) % 2];
+                from[0] = halo[0][0];
+                from[w + 1] = halo[1][0];
+                for (long j = 1; j <= w; j++)
+                    to[j] = 0.25 * from[j - 1] + 0.5 * from[j] + 0.25 * from[j + 1];
+                out[0][0] = to[1];
+                out[1][0] = to[w];
+            }
             if (i % 100 == 0) {
                 sum = out[0][0];
                 MPI_Allreduce(&sum, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
