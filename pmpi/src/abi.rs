@@ -104,11 +104,19 @@ pub(crate) fn int(raw: u64) -> i32 {
 /// forwards to), looked up once into `slot`. Called only from a wrapper, that is, by a
 /// program that calls MPI: if no library below this one defines it, the program could not
 /// run without this library either, and it stops saying so.
+#[inline]
 pub(crate) fn function(name: &CStr, slot: &AtomicUsize, next: bool) -> usize {
     let known = slot.load(Ordering::Relaxed);
     if known != 0 {
         return known;
     }
+    look_up(name, slot, next)
+}
+
+/// [`function`]'s first call: out of line, so that the known address is a load.
+#[cold]
+#[inline(never)]
+fn look_up(name: &CStr, slot: &AtomicUsize, next: bool) -> usize {
     let scope = if next { RTLD_NEXT } else { RTLD_DEFAULT };
     // SAFETY: dlsym with a pseudo-handle and a NUL-terminated name only looks a symbol up
     // (RTLD_NEXT: in the objects loaded after this one).

@@ -17,7 +17,7 @@ pub(crate) struct Described {
     pub members: u64,
 }
 
-const WORLD: Described = Described {
+pub(crate) const WORLD: Described = Described {
     kind: comm::WORLD,
     size: 0,
     members: 0,

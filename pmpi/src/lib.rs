@@ -87,7 +87,6 @@ pub(crate) struct Args<'a> {
 }
 
 /// [`Args`] as the state words say them.
-#[derive(Clone, Copy)]
 pub(crate) struct Translated {
     pub peer: u64,
     pub tag: u64,
@@ -107,7 +106,14 @@ pub(crate) fn translate(args: &Args) -> Translated {
         peer,
         tag: args.tag.map_or(NONE, |t| i64::from(abi::int(t)) as u64),
         handle,
-        described: handle.map(comms::describe),
+        // The world without a call: most calls are on it.
+        described: handle.map(|h| {
+            if h == abi.comm_world {
+                comms::WORLD
+            } else {
+                comms::describe(h)
+            }
+        }),
     }
 }
 
@@ -118,16 +124,6 @@ pub(crate) struct Call {
 
 impl Call {
     pub(crate) fn enter(index: u64, args: &Args) -> Call {
-        Call::enter_translated(index, args, None)
-    }
-
-    /// [`Call::enter`] with the arguments already translated (or `None`: translated here
-    /// if the call is recorded).
-    pub(crate) fn enter_translated(
-        index: u64,
-        args: &Args,
-        translated: Option<&Translated>,
-    ) -> Call {
         let depth = DEPTH.with(|d| {
             let v = d.get();
             d.set(v + 1);
@@ -135,18 +131,16 @@ impl Call {
         });
         let outermost = depth == 0;
         if outermost {
-            guard::guarded(|| match translated {
-                Some(t) => record(index, args, t),
-                None => record(index, args, &translate(args)),
-            });
+            guard::guarded(|| record(index, args));
         }
         Call { outermost }
     }
 }
 
 /// Publishes the call a rank enters.
-fn record(index: u64, args: &Args, t: &Translated) {
+fn record(index: u64, args: &Args) {
     record_world_rank();
+    let t = translate(args);
     let described = t.described;
     strata_pmpi_state.publish(|s| {
         s.set(word::CALL, index);

@@ -11,7 +11,7 @@ use crate::state::strata_pmpi_state;
 use crate::{Args, Call, abi, guard, requests, translate};
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
-use strata_pmpi_layout as pmpi;
+use strata_pmpi_layout::{self as pmpi, word};
 
 /// The index of `name` in the layout's calls, for a `const`.
 const fn index(name: &str) -> u64 {
@@ -115,29 +115,28 @@ macro_rules! wrap_start {
             // SAFETY: the MPI library's function of the same name and C signature.
             let forward: unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, u64) -> i32 =
                 unsafe { std::mem::transmute::<usize, _>(address) };
-            let args = Args {
-                peer: Some(peer),
-                tag: Some(tag),
-                comm: Some(comm),
-                requests: None,
-            };
-            // Translated once, for the state and for the request's record.
-            let mut translated = None;
-            guard::guarded(|| translated = Some(translate(&args)));
-            let rc = {
-                let _call = Call::enter_translated(INDEX, &args, translated.as_ref());
-                // SAFETY: the program's own arguments, passed on unchanged.
-                unsafe { forward(buf, count, datatype, peer, tag, comm, request) }
-            };
-            if let (0, Some(t)) = (rc, translated) {
-                guard::guarded(|| {
-                    // SAFETY: the call succeeded, so it wrote the new request's handle at
-                    // the program's `request`.
-                    let handle = unsafe { abi::abi().request(request, 0) };
-                    let described = t.described.unwrap_or(crate::comms::UNKNOWN);
-                    requests::started(handle, requests::record(INDEX, t.peer, t.tag, described));
+            // SAFETY: the program's own arguments, passed on unchanged.
+            let rc = unsafe { forward(buf, count, datatype, peer, tag, comm, request) };
+            // Not published as the call the rank is in (it returns at once, and the state's
+            // writes would double the wrapper's cost): counted, and its request noted.
+            guard::guarded(|| {
+                strata_pmpi_state.add(word::ENTERED, 1);
+                strata_pmpi_state.add(word::COMPLETED, 1);
+                if rc != 0 {
+                    return;
+                }
+                // SAFETY: the call succeeded, so it wrote the new request's handle at the
+                // program's `request`.
+                let handle = unsafe { abi::abi().request(request, 0) };
+                let t = translate(&Args {
+                    peer: Some(peer),
+                    tag: Some(tag),
+                    comm: Some(comm),
+                    requests: None,
                 });
-            }
+                let described = t.described.unwrap_or(crate::comms::UNKNOWN);
+                requests::started(handle, requests::record(INDEX, t.peer, t.tag, described));
+            });
             rc
         }
     };
@@ -237,7 +236,19 @@ unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
         unsafe { std::mem::transmute::<usize, _>(address) };
     // SAFETY: the caller's contract.
     let before = unsafe { Handles::copy(count, requests) };
-    let rc = {
+    let mut flag = 0i32;
+    // SAFETY: the program's arguments, and a flag of our own: `MPI_Testall` completes
+    // all of them (as `MPI_Waitall` would) or none, leaving them as they were.
+    let poll = |flag: &mut i32| unsafe { testall(count, requests, flag, statuses) };
+    // A waitall that completes at once is one `MPI_Testall`, counted but not published
+    // (publishing its requests would cost more than the call).
+    let mut rc = poll(&mut flag);
+    if rc != 0 || flag != 0 {
+        guard::guarded(|| {
+            strata_pmpi_state.add(word::ENTERED, 1);
+            strata_pmpi_state.add(word::COMPLETED, 1);
+        });
+    } else {
         let call = Call::enter(
             INDEX,
             &Args {
@@ -245,13 +256,8 @@ unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
                 ..Args::default()
             },
         );
-        let mut flag = 0i32;
-        // SAFETY: the program's arguments, and a flag of our own: `MPI_Testall` completes
-        // all of them (as `MPI_Waitall` would) or none, leaving them as they were.
-        let poll = |flag: &mut i32| unsafe { testall(count, requests, flag, statuses) };
-        let mut rc = poll(&mut flag);
         let (mut interval, mut look) = (FIRST_LOOK, None);
-        'wait: while rc == 0 && flag == 0 {
+        'wait: loop {
             for _ in 0..POLLS {
                 rc = poll(&mut flag);
                 if rc != 0 || flag != 0 {
@@ -268,8 +274,7 @@ unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
                 *look = now + interval;
             }
         }
-        rc
-    };
+    }
     // SAFETY: the same array, after the call.
     unsafe { forget_completed(&before, requests) };
     rc

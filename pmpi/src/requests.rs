@@ -3,7 +3,7 @@
 //! completion call is passed (`strata_pmpi_layout::request`).
 //!
 //! The table is bounded: at most [`pmpi::MAX_TRACKED`] requests are tracked at once, in a
-//! fixed table of 4,096 entries (224 KiB of zero pages, touched as used); a request
+//! fixed table of 4,096 entries (256 KiB of zero pages, touched as used); a request
 //! started beyond that is published as "not seen started", and a reader knows nothing of
 //! its peer. The published records are at most [`pmpi::MAX_REQUESTS`] (48 KiB).
 //!
@@ -56,9 +56,17 @@ const _: () = assert!(SLOTS.is_power_of_two() && (pmpi::MAX_TRACKED as usize) * 
 /// Where MPI allows several threads in MPI at once (`MPI_THREAD_MULTIPLE`), every use is
 /// serialised by [`SERIAL`].
 struct Table {
-    keys: [AtomicU64; SLOTS],
-    records: [[AtomicU64; REQUEST_WORDS]; SLOTS],
+    slots: [Slot; SLOTS],
     len: AtomicU64,
+}
+
+/// A handle and its record on one cache line: a start or a completion touches one line
+/// per request, which a program reusing its request objects (Open MPI's free lists) keeps
+/// in cache.
+#[repr(C, align(64))]
+struct Slot {
+    key: AtomicU64,
+    record: [AtomicU64; REQUEST_WORDS],
 }
 
 static TABLE: Table = Table::new();
@@ -89,23 +97,27 @@ fn next(i: usize) -> usize {
 impl Table {
     const fn new() -> Table {
         Table {
-            keys: [const { AtomicU64::new(0) }; SLOTS],
-            records: [const { [const { AtomicU64::new(0) }; REQUEST_WORDS] }; SLOTS],
+            slots: [const {
+                Slot {
+                    key: AtomicU64::new(0),
+                    record: [const { AtomicU64::new(0) }; REQUEST_WORDS],
+                }
+            }; SLOTS],
             len: AtomicU64::new(0),
         }
     }
 
     fn key(&self, i: usize) -> u64 {
-        self.keys[i].load(Ordering::Relaxed)
+        self.slots[i].key.load(Ordering::Relaxed)
     }
 
     fn record(&self, i: usize) -> Record {
-        std::array::from_fn(|k| self.records[i][k].load(Ordering::Relaxed))
+        std::array::from_fn(|k| self.slots[i].record[k].load(Ordering::Relaxed))
     }
 
     fn put(&self, i: usize, key: u64, record: &Record) {
-        self.keys[i].store(key, Ordering::Relaxed);
-        for (word, &v) in self.records[i].iter().zip(record) {
+        self.slots[i].key.store(key, Ordering::Relaxed);
+        for (word, &v) in self.slots[i].record.iter().zip(record) {
             word.store(v, Ordering::Relaxed);
         }
     }
@@ -146,7 +158,7 @@ impl Table {
         let Some(mut hole) = self.find(key) else {
             return;
         };
-        self.keys[hole].store(0, Ordering::Relaxed);
+        self.slots[hole].key.store(0, Ordering::Relaxed);
         let len = self.len.load(Ordering::Relaxed);
         self.len.store(len.saturating_sub(1), Ordering::Relaxed);
         // Move back every later entry of the run that a search from its home would no
@@ -166,7 +178,7 @@ impl Table {
             };
             if !reachable {
                 self.put(hole, key, &self.record(j));
-                self.keys[j].store(0, Ordering::Relaxed);
+                self.slots[j].key.store(0, Ordering::Relaxed);
                 hole = j;
             }
         }

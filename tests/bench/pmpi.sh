@@ -56,8 +56,16 @@ if command -v valgrind >/dev/null; then
       --callgrind-out-file="$TMP/cg.out" "$TMP/pmpi_cost" "$@" 2>&1 |
       awk '/I *refs:/ {gsub(",", "", $NF); print $NF}'
   }
+  # Per iteration: the difference between runs of 2n and n iterations, so that start-up
+  # (MPI_Init, the library's lookups) cancels out.
   n=20000
-  a=$(instructions "" halo $n "$DOUBLES" 0); b=$(instructions "$LIB" halo $n "$DOUBLES" 0)
-  c=$(instructions "" probe $n); d=$(instructions "$LIB" probe $n)
-  echo "callgrind, one rank: halo iteration $(( a / n )) instructions without, +$(( (b - a) / n )) with; MPI_Iprobe +$(( (d - c) / n )) instructions per call"
+  per() { # per PRELOAD MODE ARGS...: instructions per iteration
+    local preload=$1 mode=$2; shift 2
+    local one two
+    one=$(instructions "$preload" "$mode" $n "$@"); two=$(instructions "$preload" "$mode" $((2 * n)) "$@")
+    echo $(( (two - one) / n ))
+  }
+  a=$(per "" halo "$DOUBLES" 0); b=$(per "$LIB" halo "$DOUBLES" 0)
+  c=$(per "" probe); d=$(per "$LIB" probe)
+  echo "callgrind, one rank: a halo iteration is $a instructions without the library, $b with (+$(( b - a ))); an MPI_Iprobe $c without, $d with (+$(( d - c )))"
 fi
