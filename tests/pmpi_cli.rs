@@ -78,20 +78,28 @@ fn attach_json(job: &MpiJob, samples: u32, stack: Stack) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{stack:?}: {e}: {text}"))
 }
 
-/// The rank's state, read from its memory while it runs (a torn copy is read again).
+/// The rank's state, read from its memory while it runs: a copy is whole when the sequence
+/// word is even and unchanged after it (a torn copy is read again, a rank preempted while
+/// writing given time to run).
 fn read_state(pid: i32) -> PmpiState {
     let at = state_address(pid);
     let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    for _ in 0..100 {
+    for _ in 0..200 {
         let mut bytes = vec![0u8; pmpi::BYTES];
         mem.seek(SeekFrom::Start(at)).unwrap();
         mem.read_exact(&mut bytes).unwrap();
+        let mut sequence = [0u8; 8];
+        mem.seek(SeekFrom::Start(at + pmpi::word::SEQUENCE as u64 * 8))
+            .unwrap();
+        mem.read_exact(&mut sequence).unwrap();
         match pmpi::decode(&bytes) {
-            Err(pmpi::LayoutError::Torn) => continue,
+            Err(pmpi::LayoutError::Torn) => {}
+            Ok(state) if state.sequence != u64::from_le_bytes(sequence) => {}
             other => return other.unwrap_or_else(|e| panic!("rank {pid}: {e}")),
         }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    panic!("rank {pid}: the state was torn 100 times in a row");
+    panic!("rank {pid}: the state was torn 200 times in a row");
 }
 
 /// Fortran's bindings reach MPI through the `PMPI_` entries (Open MPI's `mpi_recv_` calls
@@ -364,6 +372,71 @@ fn a_send_to_a_rank_that_finalized_is_proved_with_the_library() {
             summary.contains("MPI_Wait on a synchronous send to rank 3 (tag 9)"),
             "{stack:?}: {summary}"
         );
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}
+
+/// `pmpi_poll.c`: rank 0 polls `MPI_Iprobe` for a message nobody sends, the others wait in
+/// a barrier. Rank 0's calls keep being counted, as calls that found nothing: its count of
+/// calls that got somewhere (what `strata watch` reads as progress) stands still, as the
+/// others' does.
+#[test]
+fn a_polling_rank_is_counted_as_getting_nowhere() {
+    for stack in Stack::ALL {
+        let exe = stack.build("c", "pmpi_poll.c", &format!("pmpi_poll_{}", stack.name()));
+        let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 3);
+        let before: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let after: Vec<PmpiState> = job.ranks.iter().map(|&pid| read_state(pid)).collect();
+        let context = format!("{stack:?}: {before:#?} {after:#?}");
+        // Between two of its calls, the rank is in its loop: in MPI_Iprobe or outside MPI.
+        assert!(
+            matches!(after[0].call, Some("MPI_Iprobe") | None),
+            "{context}"
+        );
+        assert!(
+            after[0].found_nothing > before[0].found_nothing + 10,
+            "{context}"
+        );
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!(b.progress(), a.progress(), "{context}");
+            assert!(!a.thread_multiple, "{context}");
+        }
+        assert_eq!(after[1].call, Some("MPI_Barrier"), "{context}");
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}
+
+/// `pmpi_multiple.c`, given `MPI_THREAD_MULTIPLE`: several threads of a rank may be in MPI
+/// at once and the library records the last to enter, so `strata attach` does not use the
+/// records, and says why; the verdict stands on the stacks as without the library.
+#[test]
+fn records_of_a_job_with_thread_multiple_are_not_used() {
+    for stack in Stack::ALL {
+        let exe = stack.build(
+            "c",
+            "pmpi_multiple.c",
+            &format!("pmpi_multiple_{}", stack.name()),
+        );
+        let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 3);
+        assert!(read_state(job.ranks[0]).thread_multiple, "{stack:?}");
+        let result = attach_json(&job, 3, stack);
+        for rank in 0..3 {
+            let record = &result["ranks"][rank]["pmpi"];
+            let error = record["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("MPI_THREAD_MULTIPLE"),
+                "{stack:?}: {record:#}"
+            );
+        }
+        let verdict = &result["verdict"];
+        assert_eq!(verdict["pmpi"]["exact"], "", "{stack:?}: {verdict:#}");
+        assert_eq!(verdict["pmpi"]["without"], "0-2", "{stack:?}: {verdict:#}");
+        assert_ne!(verdict["confidence"], "proved", "{stack:?}: {verdict:#}");
         for &pid in &job.ranks {
             target::assert_free(pid);
         }

@@ -467,6 +467,11 @@ impl State {
                         error: report.error.clone(),
                         mpi_entry: call.as_ref().map(|(i, _)| *i),
                         mpi_call: call.map(|(_, name)| name),
+                        mpi_progress: report
+                            .pmpi
+                            .as_ref()
+                            .and_then(|r| r.as_ref().ok())
+                            .map(|r| r.state.progress()),
                     }
                 })
                 .collect(),
@@ -834,6 +839,8 @@ fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::over
             })
             .collect(),
         requests_active: s.requests.map_or(0, |r| r.active),
+        thread_multiple: s.thread_multiple,
+        found_nothing: s.found_nothing,
         communicators: read
             .communicators
             .iter()

@@ -50,10 +50,13 @@ fn read_from(
         .data_symbol_address(pmpi::SYMBOL)
         .ok_or_else(|| format!("{} exports no {}", m.path, pmpi::SYMBOL))?;
     let address = svma.wrapping_add(m.bias);
-    for _ in 0..TRIES {
+    for attempt in 0..TRIES {
         match read_once(address, memory)? {
             Some(read) => return Ok(read),
-            None => std::thread::yield_now(),
+            // A rank preempted while writing stays odd for its time slice: after a few
+            // quick tries, wait for it to run again.
+            None if attempt < 8 => std::thread::yield_now(),
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
         }
     }
     Err(LayoutError::Torn.to_string())
@@ -69,27 +72,31 @@ fn read_once(address: u64, memory: &dyn MemoryReader) -> Result<Option<PmpiRead>
         Err(LayoutError::Torn) => return Ok(None),
         other => other.map_err(|e| e.to_string())?,
     };
+    let mut requests = Vec::new();
+    let mut communicators: Vec<Vec<u32>> = Vec::new();
+    let mut read_at: Vec<(u64, u64)> = Vec::new();
+    let mut raw = Vec::new();
+    if let Some(r) = state.requests.filter(|r| r.published > 0) {
+        raw = vec![0u8; r.published as usize * pmpi::REQUEST_WORDS * 8];
+        memory
+            .read(r.address, &mut raw)
+            .map_err(|e| format!("reading the call's requests: {e}"))?;
+    }
+    // A copy is not taken at one instant: the words (and the request records, written
+    // under the same sequence) are whole only if the sequence word did not change while
+    // they were copied.
+    let mut sequence = [0u8; 8];
+    memory
+        .read(address + pmpi::word::SEQUENCE as u64 * 8, &mut sequence)
+        .map_err(|e| format!("reading the PMPI state: {e}"))?;
+    if u64::from_le_bytes(sequence) != state.sequence {
+        return Ok(None);
+    }
     let call_members = match state.communicator {
         Some(c) => members(c, memory)?,
         None => Vec::new(),
     };
-    let mut requests = Vec::new();
-    let mut communicators: Vec<Vec<u32>> = Vec::new();
-    let mut read_at: Vec<(u64, u64)> = Vec::new();
-    if let Some(r) = state.requests.filter(|r| r.published > 0) {
-        let mut raw = vec![0u8; r.published as usize * pmpi::REQUEST_WORDS * 8];
-        memory
-            .read(r.address, &mut raw)
-            .map_err(|e| format!("reading the call's requests: {e}"))?;
-        // The records are written under the state's sequence: a change since the state
-        // was copied means they may be another call's.
-        let mut sequence = [0u8; 8];
-        memory
-            .read(address + pmpi::word::SEQUENCE as u64 * 8, &mut sequence)
-            .map_err(|e| format!("reading the PMPI state: {e}"))?;
-        if u64::from_le_bytes(sequence) != state.sequence {
-            return Ok(None);
-        }
+    if !raw.is_empty() {
         for request in pmpi::decode_requests(&raw).map_err(|e| e.to_string())? {
             let index = match request.communicator {
                 Some(c @ CommWord::Members { size, address }) => {

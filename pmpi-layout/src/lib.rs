@@ -80,6 +80,12 @@ pub mod word {
     /// [`super::MAX_REQUESTS`]; fewer in a long `MPI_Waitall`, whose records are the
     /// requests still pending when the library last looked (see [`super::request`]).
     pub const REQUESTS_ACTIVE: usize = 16;
+    /// 1 when the program was given `MPI_THREAD_MULTIPLE`: several of its threads may be
+    /// in MPI at once, and the call's words are the last one's to enter.
+    pub const THREAD_MULTIPLE: usize = 17;
+    /// Calls of `MPI_Iprobe` and of the `MPI_Test` calls that found nothing (a polling
+    /// loop's calls): `COMPLETED - FOUND_NOTHING` grows only when the rank gets somewhere.
+    pub const FOUND_NOTHING: usize = 18;
 }
 
 /// Words per request record.
@@ -250,6 +256,18 @@ pub struct PmpiState {
     /// The sequence word of the copy (a reader of the request records compares it with the
     /// word read again after them).
     pub sequence: u64,
+    /// The program was given `MPI_THREAD_MULTIPLE` ([`word::THREAD_MULTIPLE`]).
+    pub thread_multiple: bool,
+    /// Calls that found nothing ([`word::FOUND_NOTHING`]).
+    pub found_nothing: u64,
+}
+
+impl PmpiState {
+    /// MPI calls that got somewhere since the library loaded: completed calls, less the
+    /// polls that found nothing. A rank waiting in a polling loop does not add to it.
+    pub fn progress(&self) -> u64 {
+        self.completed.wrapping_sub(self.found_nothing)
+    }
 }
 
 /// Where a completion call's request records are, and how many requests it was passed.
@@ -378,6 +396,8 @@ pub fn decode(bytes: &[u8]) -> Result<PmpiState, LayoutError> {
         world_rank: (w(word::WORLD_RANK) != NONE).then_some(w(word::WORLD_RANK) as i64),
         requests,
         sequence: w(word::SEQUENCE),
+        thread_multiple: w(word::THREAD_MULTIPLE) == 1,
+        found_nothing: w(word::FOUND_NOTHING),
     })
 }
 
@@ -484,6 +504,15 @@ mod tests {
         );
         assert_eq!(state.world_rank, Some(1));
         assert_eq!((state.entered, state.completed), (7, 6));
+        assert!(!state.thread_multiple);
+        let polling = decode(&bytes(&[
+            (word::COMPLETED, 40),
+            (word::FOUND_NOTHING, 38),
+            (word::THREAD_MULTIPLE, 1),
+        ]))
+        .unwrap();
+        assert_eq!(polling.progress(), 2);
+        assert!(polling.thread_multiple);
     }
 
     #[test]

@@ -120,6 +120,8 @@ pub(crate) fn translate(args: &Args) -> Translated {
 /// A call being made: recorded when made, marked completed when dropped.
 pub(crate) struct Call {
     pub outermost: bool,
+    /// The call was a poll that found nothing (counted in [`word::FOUND_NOTHING`]).
+    pub found_nothing: bool,
 }
 
 impl Call {
@@ -133,7 +135,10 @@ impl Call {
         if outermost {
             guard::guarded(|| record(index, args));
         }
-        Call { outermost }
+        Call {
+            outermost,
+            found_nothing: false,
+        }
     }
 }
 
@@ -166,6 +171,9 @@ impl Drop for Call {
                 strata_pmpi_state.publish(|s| {
                     s.set(word::CALL, 0);
                     s.add(word::COMPLETED, 1);
+                    if self.found_nothing {
+                        s.add(word::FOUND_NOTHING, 1);
+                    }
                 })
             });
         }
@@ -199,10 +207,13 @@ fn record_world_rank() {
 /// state records the call by its `MPI_` name with the arguments named.
 macro_rules! wrap {
     ($name:ident / $profiling:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr) => {
-        wrap!(@one $name, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm);
-        wrap!(@one $profiling, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm);
+        wrap!($name / $profiling ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, found_nothing = |_| false);
     };
-    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr) => {
+    ($name:ident / $profiling:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr, found_nothing = $found:expr) => {
+        wrap!(@one $name, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, found_nothing = $found);
+        wrap!(@one $profiling, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, found_nothing = $found);
+    };
+    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr, found_nothing = $found:expr) => {
         #[unsafe(no_mangle)]
         /// # Safety
         /// Called by the program as the MPI function of this name, with its arguments.
@@ -217,9 +228,11 @@ macro_rules! wrap {
             // signature takes these arguments in these places and returns an `int`.
             let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
                 unsafe { std::mem::transmute::<usize, _>(address) };
-            let _call = Call::enter(INDEX, &Args { peer: $peer, tag: $tag, comm: $comm, requests: None });
+            let mut call = Call::enter(INDEX, &Args { peer: $peer, tag: $tag, comm: $comm, requests: None });
             // SAFETY: the program's own arguments, passed on unchanged.
-            unsafe { forward($($arg),*) }
+            let rc = unsafe { forward($($arg),*) };
+            call.found_nothing = crate::found_nothing(rc, $found);
+            rc
         }
     };
 }
@@ -227,12 +240,27 @@ macro_rules! wrap {
 wrap!(MPI_Send / PMPI_Send(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
 wrap!(MPI_Ssend / PMPI_Ssend(buf, count, datatype, dest, tag, comm) peer = Some(dest), tag = Some(tag), comm = Some(comm));
 wrap!(MPI_Recv / PMPI_Recv(buf, count, datatype, source, tag, comm, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
-wrap!(MPI_Iprobe / PMPI_Iprobe(source, tag, comm, flag, status) peer = Some(source), tag = Some(tag), comm = Some(comm));
+wrap!(MPI_Iprobe / PMPI_Iprobe(source, tag, comm, flag, status) peer = Some(source), tag = Some(tag), comm = Some(comm), found_nothing = |rc| rc == 0 && unsafe { zero(flag) });
 wrap!(MPI_Barrier / PMPI_Barrier(comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Bcast / PMPI_Bcast(buf, count, datatype, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Reduce / PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Allreduce / PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Finalize / PMPI_Finalize() peer = None, tag = None, comm = None);
+
+/// Whether a call that returned `rc` was a poll that found nothing, as `check` tells.
+pub(crate) fn found_nothing(rc: i32, check: impl FnOnce(i32) -> bool) -> bool {
+    check(rc)
+}
+
+/// Whether the `int` a call wrote through the program's pointer `flag` is 0 (a test or a
+/// probe that found nothing).
+///
+/// # Safety
+/// `flag` is the pointer to an `int` the program passed to a call that succeeded.
+pub(crate) unsafe fn zero(flag: u64) -> bool {
+    // SAFETY: the caller's contract.
+    flag != 0 && unsafe { (flag as *const i32).read_unaligned() } == 0
+}
 
 /// `MPI_Init_thread` for C programs: forwarded; a program given `MPI_THREAD_MULTIPLE` has
 /// the request table used under a lock from then on.
@@ -289,6 +317,7 @@ unsafe fn init_thread(
     // SAFETY: the call succeeded, so it wrote the level at the program's `provided`.
     if rc == 0 && !provided.is_null() && unsafe { provided.read() } == THREAD_MULTIPLE {
         requests::serialise();
+        guard::guarded(|| strata_pmpi_state.publish(|s| s.set(word::THREAD_MULTIPLE, 1)));
     }
     rc
 }

@@ -8,7 +8,7 @@
 //! keeps the published records to the requests still pending.
 
 use crate::state::strata_pmpi_state;
-use crate::{Args, Call, abi, guard, requests, translate};
+use crate::{Args, Call, abi, guard, requests, translate, zero};
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 use strata_pmpi_layout::{self as pmpi, word};
@@ -154,11 +154,11 @@ wrap_start!(MPI_Irecv / PMPI_Irecv);
 /// whether the call publishes its requests' records (a wait or a test does; freeing does
 /// not wait).
 macro_rules! wrap_complete {
-    ($name:ident / $profiling:ident ( $($arg:ident),* ) count = $count:expr, requests = $requests:ident, publish = $publish:expr) => {
-        wrap_complete!(@one $name, $name ( $($arg),* ) count = $count, requests = $requests, publish = $publish);
-        wrap_complete!(@one $profiling, $name ( $($arg),* ) count = $count, requests = $requests, publish = $publish);
+    ($name:ident / $profiling:ident ( $($arg:ident),* ) count = $count:expr, requests = $requests:ident, publish = $publish:expr, found_nothing = $found:expr) => {
+        wrap_complete!(@one $name, $name ( $($arg),* ) count = $count, requests = $requests, publish = $publish, found_nothing = $found);
+        wrap_complete!(@one $profiling, $name ( $($arg),* ) count = $count, requests = $requests, publish = $publish, found_nothing = $found);
     };
-    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) count = $count:expr, requests = $requests:ident, publish = $publish:expr) => {
+    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) count = $count:expr, requests = $requests:ident, publish = $publish:expr, found_nothing = $found:expr) => {
         #[unsafe(no_mangle)]
         /// # Safety
         /// Called by the program as the MPI function of this name, with its arguments.
@@ -176,9 +176,11 @@ macro_rules! wrap_complete {
                     requests: $publish.then_some(before.slots()),
                     ..Args::default()
                 };
-                let _call = Call::enter(INDEX, &args);
+                let mut call = Call::enter(INDEX, &args);
                 // SAFETY: the program's own arguments, passed on unchanged.
-                unsafe { forward($($arg),*) }
+                let rc = unsafe { forward($($arg),*) };
+                call.found_nothing = crate::found_nothing(rc, $found);
+                rc
             };
             // SAFETY: the same array, after the call.
             unsafe { forget_completed(&before, $requests) };
@@ -187,14 +189,16 @@ macro_rules! wrap_complete {
     };
 }
 
-wrap_complete!(MPI_Wait / PMPI_Wait(request, status) count = 1, requests = request, publish = true);
-wrap_complete!(MPI_Waitany / PMPI_Waitany(count, requests, index, status) count = count, requests = requests, publish = true);
-wrap_complete!(MPI_Waitsome / PMPI_Waitsome(count, requests, outcount, indices, statuses) count = count, requests = requests, publish = true);
-wrap_complete!(MPI_Test / PMPI_Test(request, flag, status) count = 1, requests = request, publish = true);
-wrap_complete!(MPI_Testall / PMPI_Testall(count, requests, flag, statuses) count = count, requests = requests, publish = true);
-wrap_complete!(MPI_Testany / PMPI_Testany(count, requests, index, flag, status) count = count, requests = requests, publish = true);
-wrap_complete!(MPI_Testsome / PMPI_Testsome(count, requests, outcount, indices, statuses) count = count, requests = requests, publish = true);
-wrap_complete!(MPI_Request_free / PMPI_Request_free(request) count = 1, requests = request, publish = false);
+// A test found nothing when it sets its flag to 0 (`MPI_Testsome`: an outcount of 0).
+// SAFETY (each `zero`): the flag or outcount pointer of a call that succeeded.
+wrap_complete!(MPI_Wait / PMPI_Wait(request, status) count = 1, requests = request, publish = true, found_nothing = |_| false);
+wrap_complete!(MPI_Waitany / PMPI_Waitany(count, requests, index, status) count = count, requests = requests, publish = true, found_nothing = |_| false);
+wrap_complete!(MPI_Waitsome / PMPI_Waitsome(count, requests, outcount, indices, statuses) count = count, requests = requests, publish = true, found_nothing = |_| false);
+wrap_complete!(MPI_Test / PMPI_Test(request, flag, status) count = 1, requests = request, publish = true, found_nothing = |rc| rc == 0 && unsafe { zero(flag) });
+wrap_complete!(MPI_Testall / PMPI_Testall(count, requests, flag, statuses) count = count, requests = requests, publish = true, found_nothing = |rc| rc == 0 && unsafe { zero(flag) });
+wrap_complete!(MPI_Testany / PMPI_Testany(count, requests, index, flag, status) count = count, requests = requests, publish = true, found_nothing = |rc| rc == 0 && unsafe { zero(flag) });
+wrap_complete!(MPI_Testsome / PMPI_Testsome(count, requests, outcount, indices, statuses) count = count, requests = requests, publish = true, found_nothing = |rc| rc == 0 && unsafe { zero(outcount) });
+wrap_complete!(MPI_Request_free / PMPI_Request_free(request) count = 1, requests = request, publish = false, found_nothing = |_| false);
 
 /// `MPI_Waitall(count, requests, statuses)` for C programs.
 ///

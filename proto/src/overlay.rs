@@ -514,6 +514,12 @@ pub struct PmpiNote {
     /// The members (world ranks) of the requests' derived communicators, each once.
     #[prost(message, repeated, tag = "14")]
     pub communicators: Vec<Members>,
+    /// The program was given `MPI_THREAD_MULTIPLE`: the record may be another thread's.
+    #[prost(bool, tag = "15")]
+    pub thread_multiple: bool,
+    /// Polls (`MPI_Iprobe`, `MPI_Test`...) that found nothing, of `completed`.
+    #[prost(uint64, tag = "16")]
+    pub found_nothing: u64,
 }
 
 /// A request a completion call was passed, as the PMPI library recorded its start.
@@ -597,6 +603,10 @@ pub struct RankProbe {
     /// That call's C name (`MPI_Recv` for `PMPI_Recv`, `mpi_recv_`, ...).
     #[prost(string, optional, tag = "6")]
     pub mpi_call: Option<String>,
+    /// With strata's PMPI library: the rank's MPI calls that got somewhere so far (completed
+    /// calls less the polls that found nothing), read right after the stack.
+    #[prost(uint64, optional, tag = "7")]
+    pub mpi_progress: Option<u64>,
 }
 
 /// Read variables in the main thread of these ranks (every rank of the daemon when empty).

@@ -26,6 +26,9 @@ pub struct PmpiRecord {
     pub entered: u64,
     #[serde(default)]
     pub completed: u64,
+    /// Of `completed`, the polls (`MPI_Iprobe`, the `MPI_Test` calls) that found nothing.
+    #[serde(default)]
+    pub found_nothing: u64,
     /// In a completion call (`MPI_Wait`, `MPI_Waitall`, `MPI_Test`, ...): the requests it
     /// was passed. In a `MPI_Waitall` that lasted, those still pending when the library
     /// last looked (a request may have completed since).

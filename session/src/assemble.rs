@@ -302,6 +302,14 @@ fn pmpi_record(
     if let Some(e) = &note.error {
         return refused(e.clone());
     }
+    if note.thread_multiple {
+        return refused(
+            "the rank runs with MPI_THREAD_MULTIPLE: several of its threads may be in MPI at \
+             once, and strata's PMPI library records the last to enter, so its record is not \
+             used"
+                .to_string(),
+        );
+    }
     let arguments = || -> Result<_, String> {
         let communicator = pmpi_communicator(&note.communicator, &note.members, job_size)?;
         let peer = pmpi_peer(note.peer, note.any_source, note.proc_null, job_size)?;
@@ -336,6 +344,7 @@ fn pmpi_record(
         communicator,
         entered: note.entered,
         completed: note.completed,
+        found_nothing: note.found_nothing,
         requests_unrecorded: note.requests_active.saturating_sub(requests.len() as u64),
         requests,
     }

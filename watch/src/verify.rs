@@ -4,7 +4,8 @@
 //! improbably long streak. A long legitimate collective, an I/O phase or a slow node can do
 //! that too, so before anything is reported (or a job cancelled) the watch takes
 //! [`VERIFY_SAMPLES`] full samples of every rank and calls it a hang only if **no rank's
-//! path changed** across them. Paths are at function level and cut below the MPI entry
+//! path changed** across them, and no rank with strata's PMPI library completed an MPI call
+//! that got somewhere ([`RankState::progress`]). Paths are at function level and cut below the MPI entry
 //! ([`cut_below_mpi`]): a rank blocked in `MPI_Allreduce` spin-polls the progress engine, so
 //! the frames below the entry differ from sample to sample although the rank makes no
 //! progress; line numbers would likewise make a spinning loop look like movement.
@@ -45,6 +46,8 @@ pub enum InsideMpi {
 pub struct ProbedStack<'a> {
     pub functions: &'a [String],
     pub mpi_call: Option<(usize, &'a str)>,
+    /// With strata's PMPI library: the rank's count of MPI calls that got somewhere.
+    pub progress: Option<u64>,
 }
 
 impl InsideMpi {
@@ -53,27 +56,35 @@ impl InsideMpi {
     /// progress engine, is the library's business) and whether it is inside MPI.
     pub fn state(&self, stack: ProbedStack<'_>) -> RankState {
         let functions = stack.functions;
+        let progress = stack.progress;
         match self {
             InsideMpi::Frames => match stack.mpi_call {
                 // An index past the stack is no call (a reply is never trusted).
                 Some((entry, call)) if entry < functions.len() => {
                     let mut path = functions[..entry].to_vec();
                     path.push(call.to_string());
-                    RankState { path, in_mpi: true }
+                    RankState {
+                        path,
+                        in_mpi: true,
+                        progress,
+                    }
                 }
                 _ => RankState {
                     path: functions.to_vec(),
                     in_mpi: false,
+                    progress,
                 },
             },
             InsideMpi::Pattern(re) => match functions.iter().position(|f| re.is_match(f)) {
                 Some(i) => RankState {
                     path: functions[..=i].to_vec(),
                     in_mpi: true,
+                    progress,
                 },
                 None => RankState {
                     path: functions.to_vec(),
                     in_mpi: false,
+                    progress,
                 },
             },
         }
@@ -95,6 +106,12 @@ pub struct RankState {
     pub path: Vec<String>,
     /// Whether the main thread is inside MPI ([`InsideMpi`]).
     pub in_mpi: bool,
+    /// With strata's PMPI library, the rank's count of MPI calls that got somewhere
+    /// (completed calls less the polls that found nothing): a rank whose count grows
+    /// moves, whatever its path. A rank in one collective in a tight loop has one path in
+    /// every sample; its count says it is not hung.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<u64>,
 }
 
 /// The outcome of verification.
@@ -227,6 +244,7 @@ mod tests {
         pattern().state(ProbedStack {
             functions: &path,
             mpi_call: None,
+            progress: None,
         })
     }
 
@@ -241,6 +259,7 @@ mod tests {
             let stack = ProbedStack {
                 functions: &functions,
                 mpi_call: None,
+                progress: None,
             };
             inside.state(stack).in_mpi
         };
@@ -273,6 +292,7 @@ mod tests {
             InsideMpi::Frames.state(ProbedStack {
                 functions: &functions,
                 mpi_call,
+                progress: None,
             })
         };
         let inside = at(Some((2, "MPI_Allreduce")));
@@ -394,5 +414,43 @@ mod tests {
             verify(&[sample(&[(0, "main>f")]), sample(&[(1, "main>f")])]),
             Err(VerifyError::NoCommonRanks)
         );
+    }
+
+    #[test]
+    fn a_rank_whose_mpi_calls_get_somewhere_is_not_hung_whatever_its_path() {
+        // Every rank in MPI_Allreduce in every sample; rank 1's calls complete.
+        let functions = path("main>PMPI_Allreduce");
+        let at = |rank: u32, progress: Option<u64>| {
+            (
+                rank,
+                InsideMpi::Frames.state(ProbedStack {
+                    functions: &functions,
+                    mpi_call: Some((1, "MPI_Allreduce")),
+                    progress,
+                }),
+            )
+        };
+        let samples: Vec<BTreeMap<u32, RankState>> = (0..VERIFY_SAMPLES as u64)
+            .map(|i| [at(0, Some(7)), at(1, Some(100 + i)), at(2, None)].into())
+            .collect();
+        let v = verify(&samples).unwrap();
+        assert_eq!(
+            v.verdict,
+            Verdict::NotHung {
+                changed_ranks: vec![1]
+            }
+        );
+        // Counts that stand still (a rank polling MPI_Iprobe adds nothing) are a hang, and
+        // the ranks stay one path class whatever their counts.
+        let samples: Vec<BTreeMap<u32, RankState>> = (0..VERIFY_SAMPLES)
+            .map(|_| [at(0, Some(7)), at(1, Some(9)), at(2, None)].into())
+            .collect();
+        match verify(&samples).unwrap().verdict {
+            Verdict::Hung(Classification::Communication { smallest_classes }) => {
+                assert_eq!(smallest_classes.len(), 1, "{smallest_classes:?}");
+                assert_eq!(smallest_classes[0].1, vec![0, 1, 2]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -541,5 +541,6 @@ fn probed(r: &strata_proto::overlay::RankProbe) -> ProbedStack<'_> {
             .mpi_entry
             .zip(r.mpi_call.as_deref())
             .map(|(entry, call)| (entry as usize, call)),
+        progress: r.mpi_progress,
     }
 }
