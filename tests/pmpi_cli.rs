@@ -443,6 +443,39 @@ fn records_of_a_job_with_thread_multiple_are_not_used() {
     }
 }
 
+/// `pmpi_busy_allreduce.c`: every rank in `MPI_Allreduce` in a tight loop, which is in
+/// `MPI_Allreduce` in every stack sample as a hung job would be. `strata watch` finds
+/// nothing changing in its probes and verifies; with the library, the ranks' counts of
+/// calls that got somewhere grow between the verification's samples, so every rank moved
+/// and the watch goes on. (Without the library, the same job is reported hung within
+/// seconds: nothing a stack sample sees moves.)
+#[test]
+fn watch_sees_a_busy_collective_move_through_the_librarys_counts() {
+    let stack = Stack::OpenMpi4;
+    let exe = stack.build(
+        "c",
+        "pmpi_busy_allreduce.c",
+        &format!("pmpi_busy_allreduce_{}", stack.name()),
+    );
+    let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+    let launcher = job.mpirun.id().to_string();
+    let (code, out, err) = parts(&strata(&[
+        "watch",
+        "--launcher-pid",
+        &launcher,
+        "--for",
+        "30s",
+        "--interval",
+        "100ms",
+    ]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("not a hang: 4 rank(s) moved: [0-3]"), "{err}");
+    assert!(err.contains("no hang in 30 s of watching"), "{err}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}
+
 /// A process whose `libstrata_pmpi` is of another layout version (another strata's): the
 /// daemon says so in the rank's `pmpi.error` and samples it as without the library.
 #[test]
