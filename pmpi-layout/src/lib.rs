@@ -171,11 +171,6 @@ pub const fn completes_requests(index: u64) -> bool {
     starts_with(name, b"MPI_Wait") || starts_with(name, b"MPI_Test")
 }
 
-/// Whether a request started by the call `name` is a receive (else a send).
-pub fn receives(name: &str) -> bool {
-    name == "MPI_Irecv"
-}
-
 const fn starts_with(a: &[u8], prefix: &[u8]) -> bool {
     if a.len() < prefix.len() {
         return false;
@@ -593,7 +588,6 @@ mod tests {
             }
         );
         assert_eq!(requests[1].started_by, None, "not seen started");
-        assert!(receives("MPI_Irecv") && !receives("MPI_Isend"));
         // Outside a completion call there are no requests, whatever the words hold.
         let recv = call_index("MPI_Recv").unwrap();
         let state = decode(&bytes(&[(word::CALL, recv), (word::REQUESTS, 2)])).unwrap();

@@ -23,7 +23,6 @@ pub(crate) type Record = [u64; REQUEST_WORDS];
 /// The record of a request the library did not see started.
 const UNSEEN: Record = {
     let mut r = [0u64; REQUEST_WORDS];
-    r[request::CALL] = 0;
     r[request::PEER] = NONE;
     r[request::TAG] = NONE;
     r[request::COMM_KIND] = comm::NONE;

@@ -5,6 +5,7 @@
 //! wrap) the arguments read from the source stand.
 
 use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer, Request, Requests};
+use crate::mpi_call::CallKind;
 use crate::observe::{Activity, Observations};
 use crate::signature::signature;
 use serde::Serialize;
@@ -86,13 +87,14 @@ pub fn overlay(
             .get(info.rank as usize)
             .and_then(Option::as_ref)
             .and_then(|s| match &s.activity {
-                Activity::InMpi { call, .. } => Some(call.name.as_str()),
+                Activity::InMpi { call, .. } => Some(call),
                 _ => None,
             });
-        if seen != Some(name) {
+        let Some(seen) = seen.filter(|call| call.name == name) else {
             continue;
-        }
-        let exact = if completes_requests(name) {
+        };
+        // A wait or a test: its record lists the requests it completes.
+        let exact = if seen.kind == CallKind::Completion {
             CallArguments {
                 requests: Some(Requests {
                     recorded: record.requests.iter().map(request).collect(),
@@ -123,11 +125,6 @@ pub fn overlay(
     }
     coverage.without = coverage.without.difference(&coverage.exact);
     (arguments, loaded.then_some(coverage))
-}
-
-/// Whether `call` completes requests (a wait or a test), whose record lists them.
-fn completes_requests(call: &str) -> bool {
-    call.starts_with("MPI_Wait") || call.starts_with("MPI_Test")
 }
 
 fn peer(p: &PmpiPeer) -> Peer {
