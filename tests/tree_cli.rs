@@ -385,7 +385,12 @@ fn ctrl_c_or_kill_9_of_the_front_end_stops_the_whole_tree_and_frees_the_targets(
 fn garbage_sent_to_a_commnode_port_does_not_disturb_the_session() {
     let job = MpiJob::ring(8);
     let child = start_long_attach(&job, &["-n", "20"]);
-    let commnode = role_processes(child.id(), "commnode")[0].0;
+    // The daemons can be up before the commnodes are seen (a fresh machine's full suite).
+    let id = child.id();
+    wait_for(Duration::from_secs(60), || {
+        !role_processes(id, "commnode").is_empty()
+    });
+    let commnode = role_processes(id, "commnode")[0].0;
     let port = support::listening_port(commnode).expect("the commnode listens");
     let addr = format!("127.0.0.1:{port}");
     // Random bytes, an HTTP/2 preface followed by junk, and an oversized frame header.
