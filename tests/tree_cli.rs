@@ -384,13 +384,17 @@ fn ctrl_c_or_kill_9_of_the_front_end_stops_the_whole_tree_and_frees_the_targets(
 #[test]
 fn garbage_sent_to_a_commnode_port_does_not_disturb_the_session() {
     let job = MpiJob::ring(8);
-    let child = start_long_attach(&job, &["-n", "20"]);
-    // The daemons can be up before the commnodes are seen (a fresh machine's full suite).
+    // Sampling long enough (6 s) that a loaded machine's test thread still finds the
+    // session running once its daemons are up: with 2 s, a fresh machine's full suite saw
+    // the commnode once and then no more, its session over.
+    let child = start_long_attach(&job, &["-n", "60"]);
     let id = child.id();
+    let mut commnodes = Vec::new();
     wait_for(Duration::from_secs(60), || {
-        !role_processes(id, "commnode").is_empty()
+        commnodes = role_processes(id, "commnode");
+        !commnodes.is_empty()
     });
-    let commnode = role_processes(id, "commnode")[0].0;
+    let commnode = commnodes[0].0;
     let port = support::listening_port(commnode).expect("the commnode listens");
     let addr = format!("127.0.0.1:{port}");
     // Random bytes, an HTTP/2 preface followed by junk, and an oversized frame header.
@@ -415,6 +419,10 @@ fn garbage_sent_to_a_commnode_port_does_not_disturb_the_session() {
             }
         }
     }
+    assert!(
+        std::path::Path::new(&format!("/proc/{commnode}")).exists(),
+        "the commnode (pid {commnode}) is gone before its session ended"
+    );
     let (code, out, err) = finish(child);
     assert_eq!(code, 0, "the session is undisturbed:\n{err}");
     assert!(missing(&out).is_empty());

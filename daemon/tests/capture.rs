@@ -578,25 +578,39 @@ fn a_starved_task_stops_costing_a_grace_period_once_its_budget_is_spent() {
     let _cpu0 = CPU0.lock().unwrap_or_else(|e| e.into_inner());
     let target = spinner_on_cpu0();
     let pid = target.pid();
-    let mut hog = hog_cpu0("4");
-    let capturer = Capturer::new(1);
     let hurried = CaptureOptions {
         stop_timeout: Duration::from_millis(50),
         ..CaptureOptions::default()
     };
     // The budget is 10 timeouts (500 ms): the first capture's grace (250 ms) and a few
-    // whole timeouts spend it; 12 captures are more than enough.
+    // whole timeouts spend it; 12 captures are more than enough. Once in a full suite the
+    // hog starved nothing (every capture succeeded): such a try decides nothing, so it is
+    // tried again, and three such tries fail the test rather than pass it.
     let mut waits = Vec::new();
-    for _ in 0..12 {
-        let task = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
-        match &task.main_thread().unwrap().snapshot {
-            Err(ThreadError::DidNotStop(waited, _)) => waits.push(*waited),
-            // The fair server lends a starved thread a core now and then.
-            Ok(_) => waits.push(Duration::ZERO),
-            Err(e) => panic!("{e:?}"),
+    let mut capturer = None;
+    for _ in 0..3 {
+        let fresh = Capturer::new(1);
+        let mut hog = hog_cpu0("4");
+        waits.clear();
+        for _ in 0..12 {
+            let task = fresh.capture(&[pid], &hurried).pop().unwrap().unwrap();
+            match &task.main_thread().unwrap().snapshot {
+                Err(ThreadError::DidNotStop(waited, _)) => waits.push(*waited),
+                // The fair server lends a starved thread a core now and then.
+                Ok(_) => waits.push(Duration::ZERO),
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        let _ = hog.wait();
+        capturer = Some(fresh);
+        if waits.iter().any(|w| !w.is_zero()) {
+            break;
         }
     }
-    let _ = hog.wait();
+    assert!(
+        waits.iter().any(|w| !w.is_zero()),
+        "in three tries the real-time hog never starved the spinner: {waits:?}"
+    );
     assert!(
         waits.iter().any(|w| *w >= Duration::from_millis(200)),
         "the first miss still gets its grace period: {waits:?}"
