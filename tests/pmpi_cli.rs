@@ -509,7 +509,10 @@ fn a_library_of_another_layout_version_is_named_and_the_rank_still_sampled() {
         .as_str()
         .unwrap_or_else(|| panic!("{rank:#}"));
     assert!(
-        error.contains("layout version 1, this strata reads version 2"),
+        error.contains(&format!(
+            "layout version 1, this strata reads version {}",
+            pmpi::VERSION
+        )),
         "{error}"
     );
     assert!(rank.get("error").is_none(), "sampled fully: {rank:#}");
@@ -575,4 +578,109 @@ fn strata_run_preloads_the_embedded_library_under_every_launcher() {
     }
     let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(written.len(), 1, "one library for every run");
+}
+
+/// The line of `pmpi_sites.c` marked `/* @NAME */`.
+fn sites_line(name: &str) -> u64 {
+    let source =
+        std::fs::read_to_string(support::repo_root().join("daemon/tests/fixtures/pmpi_sites.c"))
+            .unwrap();
+    let marker = format!("/* @{name} */");
+    source
+        .lines()
+        .position(|l| l.contains(&marker))
+        .map(|i| i as u64 + 1)
+        .unwrap_or_else(|| panic!("no {marker} in pmpi_sites.c"))
+}
+
+/// `pmpi_sites.c`: every rank's calls are counted at their call sites (named by function,
+/// file and line), the transitions between the sites are counted and timed (the
+/// computation between two barriers at `@SECOND` is the program's 20 ms), and the last
+/// calls are there in order. The trampolines that pass the call site keep every unwinder
+/// walking: the ranks' stacks still reach `main` at the right lines.
+#[test]
+fn calls_are_counted_at_their_sites_with_the_transitions_between_them() {
+    let (first, second, hang, last) = (
+        sites_line("FIRST"),
+        sites_line("SECOND"),
+        sites_line("HANG"),
+        sites_line("LAST"),
+    );
+    for stack in Stack::ALL {
+        let exe = stack.build("c", "pmpi_sites.c", &format!("pmpi_sites_{}", stack.name()));
+        let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+        let result = attach_json(&job, 3, stack);
+        for rank in 0..4usize {
+            let record = &result["ranks"][rank]["pmpi"];
+            let context = format!("{stack:?} rank {rank}: {record:#}");
+            let h = &record["history"];
+            let sites = h["sites"].as_array().unwrap_or_else(|| panic!("{context}"));
+            let site = |line: u64| {
+                sites
+                    .iter()
+                    .find(|s| {
+                        s["line"] == line
+                            && s["file"]
+                                .as_str()
+                                .is_some_and(|f| f.ends_with("pmpi_sites.c"))
+                    })
+                    .unwrap_or_else(|| panic!("no site at line {line}: {context}"))
+            };
+            let counts = |s: &Value| (s["entered"].as_u64(), s["completed"].as_u64());
+            assert_eq!(site(first)["call"], "MPI_Barrier", "{context}");
+            assert_eq!(site(first)["function"], "main", "{context}");
+            assert_eq!(counts(site(first)), (Some(3), Some(3)), "{context}");
+            assert_eq!(counts(site(second)), (Some(5), Some(5)), "{context}");
+            let blocked = if rank == 0 { hang } else { last };
+            assert_eq!(counts(site(blocked)), (Some(1), Some(0)), "{context}");
+            assert!(
+                h["in_call_ns"].as_u64().is_some_and(|ns| ns > 0),
+                "{context}"
+            );
+            let index = |line| site(line)["index"].as_u64().unwrap();
+            let (a, b) = (index(first), index(second));
+            let transition = |from: Option<u64>, to: u64| {
+                h["transitions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["from"].as_u64() == from && t["to"].as_u64() == Some(to))
+                    .unwrap_or_else(|| panic!("no transition {from:?} -> {to}: {context}"))
+            };
+            assert_eq!(transition(None, a)["count"], 1, "{context}");
+            assert_eq!(transition(Some(a), a)["count"], 2, "{context}");
+            assert_eq!(transition(Some(a), b)["count"], 1, "{context}");
+            assert_eq!(transition(Some(b), b)["count"], 4, "{context}");
+            assert_eq!(transition(Some(b), index(blocked))["count"], 1, "{context}");
+            // The program computes for 20 ms between two barriers at @SECOND.
+            let between = transition(Some(b), b)["between"]["mean_ns"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no times: {context}"));
+            assert!(
+                (15_000_000..1_000_000_000).contains(&between),
+                "{between} ns between: {context}"
+            );
+            let events: Vec<u64> = h["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["site"].as_u64().unwrap())
+                .collect();
+            assert_eq!(events, [a, a, a, b, b, b, b, b], "{context}");
+            assert_eq!(h["calls"], 8, "{context}");
+        }
+        // The ranks' stacks walk through the trampolines to the lines they block at.
+        let states = result["verdict"]["states"].as_array().unwrap();
+        for (ranks, call, line) in [("0", "MPI_Recv", hang), ("1-3", "MPI_Barrier", last)] {
+            let group = states
+                .iter()
+                .find(|g| g["ranks"] == ranks)
+                .unwrap_or_else(|| panic!("{stack:?}: no group {ranks}: {states:#?}"));
+            assert_eq!(group["call"]["name"], call, "{stack:?}: {group:#}");
+            assert_eq!(group["call_site"]["line"], line, "{stack:?}: {group:#}");
+        }
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
 }

@@ -848,6 +848,95 @@ fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::over
                 ranks: ranks.clone(),
             })
             .collect(),
+        history: read.history.as_ref().map(|h| {
+            h.as_ref().map_or_else(
+                |e| strata_proto::overlay::PmpiHistoryNote {
+                    error: Some(e.clone()),
+                    ..Default::default()
+                },
+                |h| history_note(h, s),
+            )
+        }),
+    }
+}
+
+/// A task's history as the wire carries it, its times in seconds.
+fn history_note(
+    h: &crate::pmpi::History,
+    state: &strata_pmpi_layout::PmpiState,
+) -> strata_proto::overlay::PmpiHistoryNote {
+    use strata_pmpi_layout::PeerWord;
+    use strata_pmpi_layout::history::{NO_SITE, START, Times};
+    use strata_proto::overlay::{
+        PmpiEventNote, PmpiHistoryNote, PmpiSiteNote, PmpiTimesNote, PmpiTransitionNote,
+    };
+    let clock = h.words.clock;
+    let seconds = |ticks: f64| clock.duration_ns(ticks).map(|ns| ns / 1e9);
+    let times = |t: &Times| {
+        Some(PmpiTimesNote {
+            sum_s: seconds(t.sum as f64)?,
+            squares_s2: clock.duration_ns(clock.duration_ns(t.squares)?)? / 1e18,
+            max_s: seconds(t.max as f64)?,
+        })
+    };
+    PmpiHistoryNote {
+        error: None,
+        sites: h
+            .sites
+            .iter()
+            .zip(h.places.iter().map(Some).chain(std::iter::repeat(None)))
+            .map(|(site, place)| PmpiSiteNote {
+                index: u32::from(site.index),
+                call: site.call.to_string(),
+                address: site.address,
+                function: place.and_then(|p| p.function.clone()),
+                file: place.and_then(|p| p.file.clone()),
+                line: place.and_then(|p| p.line),
+                entered: site.entered,
+                completed: site.completed,
+                found_nothing: site.found_nothing,
+                seconds_in: seconds(site.ticks_in as f64),
+                longest_s: seconds(site.ticks_max as f64),
+            })
+            .collect(),
+        transitions: h
+            .transitions
+            .iter()
+            .map(|t| PmpiTransitionNote {
+                from: (t.from != START).then_some(u32::from(t.from)),
+                to: u32::from(t.to),
+                count: t.count,
+                between: times(&t.between),
+                within: times(&t.within),
+            })
+            .collect(),
+        events: h
+            .events
+            .iter()
+            .map(|e| PmpiEventNote {
+                call: e.call.to_string(),
+                site: (e.site != NO_SITE).then_some(u32::from(e.site)),
+                found_nothing: e.found_nothing,
+                peer: match e.peer {
+                    Some(PeerWord::Rank(r)) => Some(r),
+                    _ => None,
+                },
+                any_source: e.peer == Some(PeerWord::AnySource),
+                proc_null: e.peer == Some(PeerWord::ProcNull),
+                tag: e.tag,
+                returned_before_s: h.seconds_before_read(e.exited),
+                seconds: seconds(e.exited.saturating_sub(e.entered) as f64),
+            })
+            .collect(),
+        sites_lost: h.words.sites_lost,
+        transitions_lost: h.words.transitions_lost,
+        events_written: h.words.events_written,
+        in_call_s: state
+            .call
+            .and_then(|_| h.seconds_before_read(h.words.entered_at)),
+        since_return_s: (h.words.last_exit != 0)
+            .then(|| h.seconds_before_read(h.words.last_exit))
+            .flatten(),
     }
 }
 

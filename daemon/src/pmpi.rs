@@ -3,10 +3,12 @@
 //!
 //! The library is found among the rank's mappings by its file name, the state by its
 //! exported symbol; the copy is decoded, read again when the rank was writing it, and the
-//! communicator's members followed where the state points to them.
+//! communicator's members followed where the state points to them, and the rank's history
+//! (call sites, transitions, last calls) copied where the state says it is.
 
 use crate::images::AddressSpace;
 use crate::memory::MemoryReader;
+use strata_pmpi_layout::history::{self as layout, Event, HistoryWords, Site, Transition};
 use strata_pmpi_layout::{self as pmpi, CommWord, LayoutError, PmpiState, RequestState};
 
 /// The library's file name starts so (`strata run` writes it under a versioned name).
@@ -16,7 +18,7 @@ pub const LIBRARY_PREFIX: &str = "libstrata_pmpi";
 const TRIES: usize = 64;
 
 /// What was read of one rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PmpiRead {
     pub state: PmpiState,
     /// The call's communicator's members as world ranks (with [`CommWord::Members`]).
@@ -26,6 +28,44 @@ pub struct PmpiRead {
     pub requests: Vec<(RequestState, Option<usize>)>,
     /// The members of the requests' communicators, each read once.
     pub communicators: Vec<Vec<u32>>,
+    /// The rank's history; `None` before its first call, an error when it could not be
+    /// read (the state was read all the same).
+    pub history: Option<Result<History, String>>,
+}
+
+/// At most this many of the ring's last events are kept from a read.
+pub const EVENTS_KEPT: usize = 32;
+
+/// A rank's MPI history as read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct History {
+    pub sites: Vec<Site>,
+    pub transitions: Vec<Transition>,
+    /// The last [`EVENTS_KEPT`] calls completed, oldest first.
+    pub events: Vec<Event>,
+    /// Where each of `sites` is in the program (filled by the sampler, which symbolizes).
+    pub places: Vec<Place>,
+    pub words: HistoryWords,
+    /// `CLOCK_MONOTONIC` nanoseconds when the state was read (the rank's clock readings
+    /// are on the same clock: "in its call for 3.2 s").
+    pub read_at_ns: u64,
+}
+
+/// A call site in the source: the innermost function there (inlined or not), its file and
+/// line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+impl History {
+    /// Seconds from the rank's time `ticks` to the read, if the clock can say.
+    pub fn seconds_before_read(&self, ticks: u64) -> Option<f64> {
+        let at = self.words.clock.monotonic_ns(ticks)?;
+        Some(self.read_at_ns.saturating_sub(at) as f64 / 1e9)
+    }
 }
 
 /// The state of the rank whose executable mappings are `space`, read through `memory`;
@@ -52,7 +92,10 @@ fn read_from(
     let address = svma.wrapping_add(m.bias);
     for attempt in 0..TRIES {
         match read_once(address, memory)? {
-            Some(read) => return Ok(read),
+            Some((mut read, words)) => {
+                read.history = (words.sites != 0).then(|| read_history(words, address, memory));
+                return Ok(read);
+            }
             // A rank preempted while writing stays odd for its time slice: after a few
             // quick tries, wait for it to run again.
             None if attempt < 8 => std::thread::yield_now(),
@@ -62,8 +105,12 @@ fn read_from(
     Err(LayoutError::Torn.to_string())
 }
 
-/// One copy of the state and what it points to; `None` when the rank was writing it.
-fn read_once(address: u64, memory: &dyn MemoryReader) -> Result<Option<PmpiRead>, String> {
+/// One copy of the state and what it points to, with its history words; `None` when the
+/// rank was writing it.
+fn read_once(
+    address: u64,
+    memory: &dyn MemoryReader,
+) -> Result<Option<(PmpiRead, HistoryWords)>, String> {
     let mut bytes = [0u8; pmpi::BYTES];
     memory
         .read(address, &mut bytes)
@@ -114,12 +161,74 @@ fn read_once(address: u64, memory: &dyn MemoryReader) -> Result<Option<PmpiRead>
             requests.push((request, index));
         }
     }
-    Ok(Some(PmpiRead {
-        state,
-        members: call_members,
-        requests,
-        communicators,
-    }))
+    let words = layout::decode_words(&bytes).map_err(|e| e.to_string())?;
+    Ok(Some((
+        PmpiRead {
+            state,
+            members: call_members,
+            requests,
+            communicators,
+            history: None,
+        },
+        words,
+    )))
+}
+
+/// Copies the history the state's words point to (`state` is the state's address).
+fn read_history(
+    words: HistoryWords,
+    state: u64,
+    memory: &dyn MemoryReader,
+) -> Result<History, String> {
+    let read_at_ns = monotonic_ns();
+    let copy = |what: &str, address: u64, bytes: usize| -> Result<Vec<u8>, String> {
+        let mut raw = vec![0u8; bytes];
+        memory
+            .read(address, &mut raw)
+            .map_err(|e| format!("reading the PMPI history's {what}: {e}"))?;
+        Ok(raw)
+    };
+    let sites = copy(
+        "sites",
+        words.sites,
+        layout::MAX_SITES * layout::SITE_WORDS * 8,
+    )?;
+    let transitions = copy(
+        "transitions",
+        words.transitions,
+        layout::MAX_TRANSITIONS * layout::TRANSITION_WORDS * 8,
+    )?;
+    let ring = copy(
+        "events",
+        words.events,
+        layout::MAX_EVENTS * layout::EVENT_WORDS * 8,
+    )?;
+    let after = copy(
+        "event count",
+        state + pmpi::word::EVENTS_WRITTEN as u64 * 8,
+        8,
+    )?;
+    let after = u64::from_le_bytes(after.try_into().expect("8 bytes"));
+    let mut events =
+        layout::decode_events(&ring, words.events_written, after.max(words.events_written))
+            .map_err(|e| e.to_string())?;
+    events.drain(..events.len().saturating_sub(EVENTS_KEPT));
+    Ok(History {
+        sites: layout::decode_sites(&sites).map_err(|e| e.to_string())?,
+        transitions: layout::decode_transitions(&transitions).map_err(|e| e.to_string())?,
+        events,
+        places: Vec::new(),
+        words,
+        read_at_ns,
+    })
+}
+
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        (t.tv_sec() as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(t.tv_nsec() as u64)
+    })
 }
 
 /// The world ranks of a communicator's members, where the state points to them.

@@ -284,6 +284,15 @@ impl Sampler {
         for (report, &pid) in reports.iter_mut().zip(&pids) {
             if let Some((_, space)) = self.spaces.get(&pid) {
                 report.pmpi = crate::pmpi::read(space, &ProcessMemory::new(pid));
+                if let Some(Ok(read)) = &mut report.pmpi
+                    && let Some(Ok(history)) = &mut read.history
+                {
+                    history.places = history
+                        .sites
+                        .iter()
+                        .map(|site| place(&self.symbols, space, site.address))
+                        .collect();
+                }
             }
         }
         for (task, thread, path) in not_stopped.never_stopped() {
@@ -767,6 +776,21 @@ impl Jitter {
         self.0 ^= self.0 << 17;
         let unit = (self.0 >> 11) as f64 / (1u64 << 53) as f64;
         1.0 + j.clamp(0.0, 1.0) * (2.0 * unit - 1.0)
+    }
+}
+
+/// Where the call that returns to `address` was made: the innermost source frame of the
+/// call instruction (the byte before the return address).
+fn place(symbols: &Symbolizer, space: &AddressSpace, address: u64) -> crate::pmpi::Place {
+    let Some(mapped) = space.find(address.wrapping_sub(1)) else {
+        return crate::pmpi::Place::default();
+    };
+    let frames = symbols.symbolize(mapped, address.wrapping_sub(1).wrapping_sub(mapped.bias));
+    let innermost = &frames[0];
+    crate::pmpi::Place {
+        function: innermost.function.clone(),
+        file: innermost.file.clone(),
+        line: innermost.line,
     }
 }
 

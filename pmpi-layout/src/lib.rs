@@ -15,17 +15,24 @@
 //! started each (`MPI_Irecv`, `MPI_Isend`, ...), its peer, tag and communicator. They are
 //! written under the same sequence: a reader copies them after the state, then reads the
 //! sequence word again; a change means the copy is torn.
+//!
+//! The state also points to the rank's MPI history ([`history`], whose
+//! [`history::decode_words`] reads those words): counters per call site,
+//! the transitions between call sites with their times (a semi-Markov model of the rank, as
+//! AutomaDeD builds one), and a ring of the last calls.
 
 use std::fmt;
+
+pub mod history;
 
 /// The exported name of the state's words.
 pub const SYMBOL: &str = "strata_pmpi_state";
 /// `STRATApm`, little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"STRATApm");
 /// The layout this strata writes and reads.
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 /// Words in the state.
-pub const WORDS: usize = 24;
+pub const WORDS: usize = 32;
 /// The state's size in bytes.
 pub const BYTES: usize = WORDS * 8;
 /// A peer or tag word that the call has none of (`MPI_Barrier` has no peer).
@@ -86,6 +93,31 @@ pub mod word {
     /// Calls of `MPI_Iprobe` and of the `MPI_Test` calls that found nothing (a polling
     /// loop's calls): `COMPLETED - FOUND_NOTHING` grows only when the rank gets somewhere.
     pub const FOUND_NOTHING: usize = 18;
+    /// The address of [`super::history::MAX_SITES`] site records (0 before the first call).
+    pub const SITES: usize = 19;
+    /// The address of [`super::history::MAX_TRANSITIONS`] transition records.
+    pub const TRANSITIONS: usize = 20;
+    /// The address of the ring of [`super::history::MAX_EVENTS`] event records.
+    pub const EVENTS: usize = 21;
+    /// Events written since the library loaded; the ring holds the last
+    /// [`super::history::MAX_EVENTS`], event *n* at *n* modulo that.
+    pub const EVENTS_WRITTEN: usize = 22;
+    /// Calls whose site found no room in the site table (it was full).
+    pub const SITES_LOST: usize = 23;
+    /// Transitions that found no room in the transition table, or between lost sites.
+    pub const TRANSITIONS_LOST: usize = 24;
+    /// The clock of every time in the history, one of [`super::history::clock`].
+    pub const CLOCK: usize = 25;
+    /// Two readings of the clock, each in its ticks and in `CLOCK_MONOTONIC` nanoseconds
+    /// (see [`super::history::Clock`]): at the first call, and the latest refresh.
+    pub const CLOCK_TICKS_0: usize = 26;
+    pub const CLOCK_NS_0: usize = 27;
+    pub const CLOCK_TICKS_1: usize = 28;
+    pub const CLOCK_NS_1: usize = 29;
+    /// In a call: when the rank entered it, in clock ticks.
+    pub const ENTERED_AT: usize = 30;
+    /// When the rank's last call completed, in clock ticks (0 before).
+    pub const LAST_EXIT: usize = 31;
 }
 
 /// Words per request record.
@@ -169,6 +201,19 @@ pub const fn completes_requests(index: u64) -> bool {
     }
     let name = CALLS[index as usize].as_bytes();
     starts_with(name, b"MPI_Wait") || starts_with(name, b"MPI_Test")
+}
+
+/// Whether the call of index `index` returns at once whatever other ranks do: a start
+/// (`MPI_Isend`), a poll (`MPI_Iprobe`, the `MPI_Test` calls), `MPI_Request_free`. The
+/// library reads the clock once for such a call (see [`history`]).
+pub const fn returns_at_once(index: u64) -> bool {
+    if index as usize >= CALLS.len() {
+        return false;
+    }
+    let name = CALLS[index as usize].as_bytes();
+    (starts_with(name, b"MPI_I") && !starts_with(name, b"MPI_Init"))
+        || starts_with(name, b"MPI_Test")
+        || starts_with(name, b"MPI_Request_free")
 }
 
 const fn starts_with(a: &[u8], prefix: &[u8]) -> bool {
@@ -430,7 +475,7 @@ pub fn decode_requests(bytes: &[u8]) -> Result<Vec<RequestState>, LayoutError> {
         .collect()
 }
 
-fn peer_word(v: u64) -> Option<PeerWord> {
+pub(crate) fn peer_word(v: u64) -> Option<PeerWord> {
     match v {
         NONE => None,
         ANY_SOURCE => Some(PeerWord::AnySource),
@@ -439,7 +484,7 @@ fn peer_word(v: u64) -> Option<PeerWord> {
     }
 }
 
-fn tag_word(v: u64) -> Option<i64> {
+pub(crate) fn tag_word(v: u64) -> Option<i64> {
     (v != NONE).then_some(v as i64)
 }
 

@@ -33,8 +33,14 @@
 //! `MPI_Request_get_status` after 1, 2, 4 ... up to every 64 ms); a waitall that completes
 //! at once is one `MPI_Testall`.
 //!
-//! Not yet: per-call-site counters, more than one thread in MPI at a time
-//! (`MPI_THREAD_MULTIPLE`: the last thread to enter is recorded).
+//! History ([`history`]): each outermost call is counted at its call site (the return
+//! address the program called it from, which an exported trampoline passes to the wrapper),
+//! the transition from the thread's previous call is timed, and the call joins a ring of the
+//! last calls. A Fortran program's calls are counted at the site in the MPI library's
+//! Fortran binding that called `PMPI_`: one site per MPI function.
+//!
+//! Not yet: more than one thread in MPI at a time (`MPI_THREAD_MULTIPLE`: the last thread
+//! to enter is recorded; counts of two threads at once may lose one).
 //!
 //! This crate is the workspace's exception to `unsafe_code = "deny"`: wrapping C functions
 //! is calling and being called through raw function pointers. Each `unsafe` block says why
@@ -58,22 +64,81 @@ macro_rules! next_function {
     }};
 }
 
+/// Exports `$symbol`, a trampoline that calls `$body(site, ...)`: the return address it was
+/// called with (the program's call site), then the program's arguments as they were, up to
+/// seven (x86-64 System V: six in registers, the seventh on the stack). The body returns
+/// the call's `int`. Rust has no stable way for a function to know its return address;
+/// this is the one piece written in assembly, with call frame information so that every
+/// unwinder (strata's own, gdb's) walks through it.
+macro_rules! trampoline {
+    ($symbol:ident => $body:path) => {
+        /// The MPI function of this name: a trampoline into its wrapper (see the crate's
+        /// doc); it takes that function's arguments.
+        ///
+        /// # Safety
+        /// Called by the program as the MPI function of this name, with its arguments.
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $symbol() -> i32 {
+            core::arch::naked_asm!(
+                ".cfi_startproc",
+                "push rbp",
+                ".cfi_adjust_cfa_offset 8",
+                ".cfi_offset rbp, -16",
+                "mov rbp, rsp",
+                ".cfi_def_cfa_register rbp",
+                // Two stack arguments for the body, the stack kept 16-byte aligned: the
+                // program's sixth (it moves to the stack) and its seventh (read from the
+                // caller's frame, which is there whatever the function's arity).
+                "sub rsp, 16",
+                "mov rax, [rbp + 16]",
+                "mov [rsp + 8], rax",
+                "mov [rsp], r9",
+                "mov r9, r8",
+                "mov r8, rcx",
+                "mov rcx, rdx",
+                "mov rdx, rsi",
+                "mov rsi, rdi",
+                "mov rdi, [rbp + 8]",
+                "call {body}",
+                "leave",
+                ".cfi_def_cfa rsp, 8",
+                ".cfi_restore rbp",
+                "ret",
+                ".cfi_endproc",
+                body = sym $body,
+            )
+        }
+    };
+}
+
 pub mod abi;
 pub mod comms;
 pub mod guard;
+pub mod history;
 pub mod nonblocking;
 pub mod requests;
 pub mod state;
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use strata_pmpi_layout::{self as pmpi, NONE, comm, word};
 
 use state::strata_pmpi_state;
 
 thread_local! {
-    /// How deep this thread is in wrapped calls: only the outermost one is the program's.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Under `MPI_THREAD_MULTIPLE`: how deep this thread is in wrapped calls (only the
+    /// outermost one is the program's), and its previous call.
+    static THREAD: history::Thread = const { history::Thread::new() };
+}
+
+/// Runs `f` on the calling thread's [`history::Thread`]: its own under
+/// `MPI_THREAD_MULTIPLE`, else the one shared by the threads that take turns in MPI.
+fn with_thread<R>(f: impl FnOnce(&history::Thread) -> R) -> R {
+    if requests::multiple() {
+        THREAD.with(f)
+    } else {
+        f(&history::SHARED)
+    }
 }
 
 /// The arguments of a call that the state records, as received.
@@ -117,33 +182,70 @@ pub(crate) fn translate(args: &Args) -> Translated {
     }
 }
 
-/// A call being made: recorded when made, marked completed when dropped.
+/// A call being made: noted in the history when made, and completed when dropped; the
+/// state says it is the call the rank is in once [`Call::publish`]ed.
 pub(crate) struct Call {
     pub outermost: bool,
     /// The call was a poll that found nothing (counted in [`word::FOUND_NOTHING`]).
     pub found_nothing: bool,
+    /// Its peer and tag for the history's event (`history::peer_tag`).
+    pub peer_tag: u64,
+    index: u64,
+    published: bool,
+    /// `None` in a nested call, or when recording stopped.
+    entry: Option<history::Entry>,
 }
 
 impl Call {
-    pub(crate) fn enter(index: u64, args: &Args) -> Call {
-        let depth = DEPTH.with(|d| {
-            let v = d.get();
-            d.set(v + 1);
-            v
-        });
-        let outermost = depth == 0;
-        if outermost {
-            guard::guarded(|| record(index, args));
-        }
-        Call {
-            outermost,
+    /// A call from the call site `site` (its return address), published with its `args`.
+    pub(crate) fn enter(index: u64, site: u64, args: &Args) -> Call {
+        Call::begin(index, site, Some(args))
+    }
+
+    /// A call counted and noted in the history, but not published as the call the rank
+    /// is in (one that returns at once, whose state writes would double its cost).
+    pub(crate) fn quiet(index: u64, site: u64) -> Call {
+        Call::begin(index, site, None)
+    }
+
+    fn begin(index: u64, site: u64, args: Option<&Args>) -> Call {
+        let (depth, previous) = with_thread(history::Thread::enter);
+        let mut call = Call {
+            outermost: depth == 0,
             found_nothing: false,
+            peer_tag: history::peer_tag(NONE, NONE),
+            index,
+            published: false,
+            entry: None,
+        };
+        if call.outermost {
+            // One guarded step for the history and the state.
+            guard::guarded(|| {
+                let entry = history::entered(index, site, previous);
+                call.entry = Some(entry);
+                if let Some(args) = args {
+                    call.peer_tag = record(index, entry.at, args);
+                    call.published = true;
+                }
+            });
         }
+        call
+    }
+
+    /// Publishes the call as the one the rank is in.
+    pub(crate) fn publish(&mut self, args: &Args) {
+        let Some(entry) = self.entry.filter(|_| self.outermost && !self.published) else {
+            return;
+        };
+        let (index, mut peer_tag) = (self.index, self.peer_tag);
+        guard::guarded(|| peer_tag = record(index, entry.at, args));
+        self.peer_tag = peer_tag;
+        self.published = true;
     }
 }
 
-/// Publishes the call a rank enters.
-fn record(index: u64, args: &Args) {
+/// Publishes the call a rank enters; returns its peer and tag as the history's event word.
+fn record(index: u64, entered_at: u64, args: &Args) -> u64 {
     record_world_rank();
     let t = translate(args);
     let described = t.described;
@@ -155,28 +257,49 @@ fn record(index: u64, args: &Args) {
         s.set(word::COMM_KIND, described.map_or(comm::NONE, |d| d.kind));
         s.set(word::COMM_SIZE, described.map_or(0, |d| d.size));
         s.set(word::COMM_MEMBERS, described.map_or(0, |d| d.members));
+        s.set(word::ENTERED_AT, entered_at);
         match args.requests {
             Some(handles) => requests::publish(s, handles, abi::abi().request_null),
             None => s.set(word::REQUESTS, 0),
         }
         s.add(word::ENTERED, 1);
     });
+    history::peer_tag(t.peer, t.tag)
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-        if self.outermost {
-            guard::guarded(|| {
+        if !self.outermost {
+            with_thread(|t| t.leave(None));
+            return;
+        }
+        let mut previous = None;
+        guard::guarded(|| {
+            if self.published {
                 strata_pmpi_state.publish(|s| {
                     s.set(word::CALL, 0);
                     s.add(word::COMPLETED, 1);
                     if self.found_nothing {
                         s.add(word::FOUND_NOTHING, 1);
                     }
-                })
-            });
-        }
+                });
+            } else {
+                strata_pmpi_state.add(word::ENTERED, 1);
+                strata_pmpi_state.add(word::COMPLETED, 1);
+                if self.found_nothing {
+                    strata_pmpi_state.add(word::FOUND_NOTHING, 1);
+                }
+            }
+            if let Some(entry) = self.entry {
+                previous = Some(history::returned(
+                    self.index,
+                    entry,
+                    self.found_nothing,
+                    self.peer_tag,
+                ));
+            }
+        });
+        with_thread(|t| t.leave(previous));
     }
 }
 
@@ -214,26 +337,33 @@ macro_rules! wrap {
         wrap!(@one $profiling, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, found_nothing = $found);
     };
     (@one $symbol:ident, $call:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:expr, found_nothing = $found:expr) => {
-        #[unsafe(no_mangle)]
-        /// # Safety
-        /// Called by the program as the MPI function of this name, with its arguments.
-        pub unsafe extern "C" fn $symbol($($arg: u64),*) -> i32 {
-            // Looked up by the compiler: a name the layout does not list does not build.
-            const INDEX: u64 = match pmpi::call_index(stringify!($call)) {
-                Some(index) => index,
-                None => panic!("a wrapped call the layout does not list"),
-            };
-            let address = next_function!($symbol);
-            // SAFETY: `address` is the MPI library's function of the same name, whose C
-            // signature takes these arguments in these places and returns an `int`.
-            let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
-                unsafe { std::mem::transmute::<usize, _>(address) };
-            let mut call = Call::enter(INDEX, &Args { peer: $peer, tag: $tag, comm: $comm, requests: None });
-            // SAFETY: the program's own arguments, passed on unchanged.
-            let rc = unsafe { forward($($arg),*) };
-            call.found_nothing = crate::found_nothing(rc, $found);
-            rc
+        #[allow(non_snake_case)]
+        mod $symbol {
+            use super::*;
+
+            /// The wrapper: the call site, then the program's arguments.
+            ///
+            /// # Safety
+            /// Called by the trampoline of this name, with the program's arguments.
+            pub(super) unsafe extern "C" fn body(site: u64, $($arg: u64),*) -> i32 {
+                // Looked up by the compiler: a name the layout does not list does not build.
+                const INDEX: u64 = match pmpi::call_index(stringify!($call)) {
+                    Some(index) => index,
+                    None => panic!("a wrapped call the layout does not list"),
+                };
+                let address = next_function!($symbol);
+                // SAFETY: `address` is the MPI library's function of the same name, whose C
+                // signature takes these arguments in these places and returns an `int`.
+                let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
+                    unsafe { std::mem::transmute::<usize, _>(address) };
+                let mut call = Call::enter(INDEX, site, &Args { peer: $peer, tag: $tag, comm: $comm, requests: None });
+                // SAFETY: the program's own arguments, passed on unchanged.
+                let rc = unsafe { forward($($arg),*) };
+                call.found_nothing = crate::found_nothing(rc, $found);
+                rc
+            }
         }
+        trampoline!($symbol => $symbol::body);
     };
 }
 
@@ -322,32 +452,33 @@ unsafe fn init_thread(
     rc
 }
 
+trampoline!(MPI_Comm_free => comm_free_c);
+trampoline!(PMPI_Comm_free => comm_free_fortran);
+
 /// `MPI_Comm_free(MPI_Comm *comm)`: forwarded, then the communicator forgotten (MPICH
 /// hands its handle out again).
 ///
 /// # Safety
-/// Called by the program as `MPI_Comm_free`, with a pointer to a communicator handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut u64) -> i32 {
+/// Called by the `MPI_Comm_free` trampoline, with a pointer to a communicator handle.
+unsafe extern "C" fn comm_free_c(site: u64, comm: *mut u64) -> i32 {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: the caller's contract, passed on.
-    unsafe { comm_free(c"MPI_Comm_free", &REAL, comm) }
+    unsafe { comm_free(c"MPI_Comm_free", &REAL, site, comm) }
 }
 
-/// `PMPI_Comm_free`, which Fortran bindings call: as [`MPI_Comm_free`].
+/// `PMPI_Comm_free`, which Fortran bindings call: as `MPI_Comm_free`.
 ///
 /// # Safety
-/// Called as `PMPI_Comm_free`, with a pointer to a communicator handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut u64) -> i32 {
+/// Called by the `PMPI_Comm_free` trampoline, with a pointer to a communicator handle.
+unsafe extern "C" fn comm_free_fortran(site: u64, comm: *mut u64) -> i32 {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     // SAFETY: the caller's contract, passed on.
-    unsafe { comm_free(c"PMPI_Comm_free", &REAL, comm) }
+    unsafe { comm_free(c"PMPI_Comm_free", &REAL, site, comm) }
 }
 
 /// # Safety
 /// `comm` points to a communicator handle, as `MPI_Comm_free` takes it.
-unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, comm: *mut u64) -> i32 {
+unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, site: u64, comm: *mut u64) -> i32 {
     let address = abi::function(name, slot, true);
     // SAFETY: the MPI library's function of that name, which takes the same pointer.
     let forward: unsafe extern "C" fn(*mut u64) -> i32 = unsafe { std::mem::transmute(address) };
@@ -368,6 +499,7 @@ unsafe fn comm_free(name: &std::ffi::CStr, slot: &AtomicUsize, comm: *mut u64) -
     let rc = {
         let _call = Call::enter(
             INDEX,
+            site,
             &Args {
                 comm: Some(handle),
                 ..Args::default()

@@ -8,10 +8,10 @@
 //! keeps the published records to the requests still pending.
 
 use crate::state::strata_pmpi_state;
-use crate::{Args, Call, abi, guard, requests, translate, zero};
+use crate::{Args, Call, abi, guard, history, requests, translate, zero};
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
-use strata_pmpi_layout::{self as pmpi, word};
+use strata_pmpi_layout as pmpi;
 
 /// The index of `name` in the layout's calls, for a `const`.
 const fn index(name: &str) -> u64 {
@@ -98,47 +98,60 @@ macro_rules! wrap_start {
         wrap_start!(@one $profiling, $name);
     };
     (@one $symbol:ident, $call:ident) => {
-        #[unsafe(no_mangle)]
-        /// # Safety
-        /// Called by the program as the MPI function of this name, with its arguments.
-        pub unsafe extern "C" fn $symbol(
-            buf: u64,
-            count: u64,
-            datatype: u64,
-            peer: u64,
-            tag: u64,
-            comm: u64,
-            request: u64,
-        ) -> i32 {
-            const INDEX: u64 = index(stringify!($call));
-            let address = next_function!($symbol);
-            // SAFETY: the MPI library's function of the same name and C signature.
-            let forward: unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, u64) -> i32 =
-                unsafe { std::mem::transmute::<usize, _>(address) };
-            // SAFETY: the program's own arguments, passed on unchanged.
-            let rc = unsafe { forward(buf, count, datatype, peer, tag, comm, request) };
-            // Not published as the call the rank is in (it returns at once, and the state's
-            // writes would double the wrapper's cost): counted, and its request noted.
-            guard::guarded(|| {
-                strata_pmpi_state.add(word::ENTERED, 1);
-                strata_pmpi_state.add(word::COMPLETED, 1);
-                if rc != 0 {
-                    return;
+        #[allow(non_snake_case)]
+        mod $symbol {
+            use super::*;
+
+            /// The wrapper: the call site, then the program's arguments.
+            ///
+            /// # Safety
+            /// Called by the trampoline of this name, with the program's arguments.
+            #[allow(clippy::too_many_arguments)]
+            pub(super) unsafe extern "C" fn body(
+                site: u64,
+                buf: u64,
+                count: u64,
+                datatype: u64,
+                peer: u64,
+                tag: u64,
+                comm: u64,
+                request: u64,
+            ) -> i32 {
+                const INDEX: u64 = index(stringify!($call));
+                let address = next_function!($symbol);
+                // SAFETY: the MPI library's function of the same name and C signature.
+                let forward: unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, u64) -> i32 =
+                    unsafe { std::mem::transmute::<usize, _>(address) };
+                // Not published as the call the rank is in (it returns at once, and the
+                // state's writes would double the wrapper's cost): counted, in the history,
+                // and its request noted.
+                let mut call = Call::quiet(INDEX, site);
+                // SAFETY: the program's own arguments, passed on unchanged.
+                let rc = unsafe { forward(buf, count, datatype, peer, tag, comm, request) };
+                if !call.outermost {
+                    return rc;
                 }
-                // SAFETY: the call succeeded, so it wrote the new request's handle at the
-                // program's `request`.
-                let handle = unsafe { abi::abi().request(request, 0) };
-                let t = translate(&Args {
-                    peer: Some(peer),
-                    tag: Some(tag),
-                    comm: Some(comm),
-                    requests: None,
+                guard::guarded(|| {
+                    let t = translate(&Args {
+                        peer: Some(peer),
+                        tag: Some(tag),
+                        comm: Some(comm),
+                        requests: None,
+                    });
+                    call.peer_tag = history::peer_tag(t.peer, t.tag);
+                    if rc != 0 {
+                        return;
+                    }
+                    // SAFETY: the call succeeded, so it wrote the new request's handle at
+                    // the program's `request`.
+                    let handle = unsafe { abi::abi().request(request, 0) };
+                    let described = t.described.unwrap_or(crate::comms::UNKNOWN);
+                    requests::started(handle, requests::record(INDEX, t.peer, t.tag, described));
                 });
-                let described = t.described.unwrap_or(crate::comms::UNKNOWN);
-                requests::started(handle, requests::record(INDEX, t.peer, t.tag, described));
-            });
-            rc
+                rc
+            }
         }
+        trampoline!($symbol => $symbol::body);
     };
 }
 
@@ -159,33 +172,41 @@ macro_rules! wrap_complete {
         wrap_complete!(@one $profiling, $name ( $($arg),* ) count = $count, requests = $requests, publish = $publish, found_nothing = $found);
     };
     (@one $symbol:ident, $call:ident ( $($arg:ident),* ) count = $count:expr, requests = $requests:ident, publish = $publish:expr, found_nothing = $found:expr) => {
-        #[unsafe(no_mangle)]
-        /// # Safety
-        /// Called by the program as the MPI function of this name, with its arguments.
-        pub unsafe extern "C" fn $symbol($($arg: u64),*) -> i32 {
-            const INDEX: u64 = index(stringify!($call));
-            let address = next_function!($symbol);
-            // SAFETY: the MPI library's function of the same name, whose C signature takes
-            // these arguments in these places and returns an `int`.
-            let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
-                unsafe { std::mem::transmute::<usize, _>(address) };
-            // SAFETY: the program passes `count` handles at `requests`, as the call takes.
-            let before = unsafe { Handles::copy($count, $requests) };
-            let rc = {
-                let args = Args {
-                    requests: $publish.then_some(before.slots()),
-                    ..Args::default()
+        #[allow(non_snake_case)]
+        mod $symbol {
+            use super::*;
+
+            /// The wrapper: the call site, then the program's arguments.
+            ///
+            /// # Safety
+            /// Called by the trampoline of this name, with the program's arguments.
+            pub(super) unsafe extern "C" fn body(site: u64, $($arg: u64),*) -> i32 {
+                const INDEX: u64 = index(stringify!($call));
+                let address = next_function!($symbol);
+                // SAFETY: the MPI library's function of the same name, whose C signature
+                // takes these arguments in these places and returns an `int`.
+                let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
+                    unsafe { std::mem::transmute::<usize, _>(address) };
+                // SAFETY: the program passes `count` handles at `requests`, as the call
+                // takes.
+                let before = unsafe { Handles::copy($count, $requests) };
+                let rc = {
+                    let args = Args {
+                        requests: $publish.then_some(before.slots()),
+                        ..Args::default()
+                    };
+                    let mut call = Call::enter(INDEX, site, &args);
+                    // SAFETY: the program's own arguments, passed on unchanged.
+                    let rc = unsafe { forward($($arg),*) };
+                    call.found_nothing = crate::found_nothing(rc, $found);
+                    rc
                 };
-                let mut call = Call::enter(INDEX, &args);
-                // SAFETY: the program's own arguments, passed on unchanged.
-                let rc = unsafe { forward($($arg),*) };
-                call.found_nothing = crate::found_nothing(rc, $found);
+                // SAFETY: the same array, after the call.
+                unsafe { forget_completed(&before, $requests) };
                 rc
-            };
-            // SAFETY: the same array, after the call.
-            unsafe { forget_completed(&before, $requests) };
-            rc
+            }
         }
+        trampoline!($symbol => $symbol::body);
     };
 }
 
@@ -200,25 +221,10 @@ wrap_complete!(MPI_Testany / PMPI_Testany(count, requests, index, flag, status) 
 wrap_complete!(MPI_Testsome / PMPI_Testsome(count, requests, outcount, indices, statuses) count = count, requests = requests, publish = true, found_nothing = |rc| rc == 0 && unsafe { zero(outcount) });
 wrap_complete!(MPI_Request_free / PMPI_Request_free(request) count = 1, requests = request, publish = false, found_nothing = |_| false);
 
-/// `MPI_Waitall(count, requests, statuses)` for C programs.
-///
-/// # Safety
-/// Called by the program as `MPI_Waitall`, with its arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Waitall(count: u64, requests: u64, statuses: u64) -> i32 {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { waitall(count, requests, statuses) }
-}
-
-/// `PMPI_Waitall`, which Fortran bindings call: as [`MPI_Waitall`].
-///
-/// # Safety
-/// Called as `PMPI_Waitall`, with its arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Waitall(count: u64, requests: u64, statuses: u64) -> i32 {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { waitall(count, requests, statuses) }
-}
+// `MPI_Waitall(count, requests, statuses)` for C programs, and `PMPI_Waitall`, which Fortran
+// bindings call: both made of the MPI library's `PMPI_Testall`.
+trampoline!(MPI_Waitall => waitall);
+trampoline!(PMPI_Waitall => waitall);
 
 /// Testall polls between two looks at the clock.
 const POLLS: usize = 16;
@@ -226,10 +232,12 @@ const POLLS: usize = 16;
 const FIRST_LOOK: Duration = Duration::from_millis(1);
 const LONGEST_LOOK: Duration = Duration::from_millis(64);
 
+/// The wrapper of `MPI_Waitall`: the call site, then the program's arguments.
+///
 /// # Safety
-/// `requests` points to `count` request handles and `statuses` is what `MPI_Waitall`
-/// takes for them.
-unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
+/// Called by a waitall trampoline: `requests` points to `count` request handles and
+/// `statuses` is what `MPI_Waitall` takes for them.
+unsafe extern "C" fn waitall(site: u64, count: u64, requests: u64, statuses: u64) -> i32 {
     static TESTALL: AtomicUsize = AtomicUsize::new(0);
     const INDEX: u64 = index("MPI_Waitall");
     // The MPI library's own, below this one (this library wraps `PMPI_Testall` too).
@@ -246,20 +254,13 @@ unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
     let poll = |flag: &mut i32| unsafe { testall(count, requests, flag, statuses) };
     // A waitall that completes at once is one `MPI_Testall`, counted but not published
     // (publishing its requests would cost more than the call).
+    let mut call = Call::quiet(INDEX, site);
     let mut rc = poll(&mut flag);
-    if rc != 0 || flag != 0 {
-        guard::guarded(|| {
-            strata_pmpi_state.add(word::ENTERED, 1);
-            strata_pmpi_state.add(word::COMPLETED, 1);
+    if rc == 0 && flag == 0 {
+        call.publish(&Args {
+            requests: Some(before.slots()),
+            ..Args::default()
         });
-    } else {
-        let call = Call::enter(
-            INDEX,
-            &Args {
-                requests: Some(before.slots()),
-                ..Args::default()
-            },
-        );
         let (mut interval, mut look) = (FIRST_LOOK, None);
         'wait: loop {
             for _ in 0..POLLS {
@@ -279,6 +280,7 @@ unsafe fn waitall(count: u64, requests: u64, statuses: u64) -> i32 {
             }
         }
     }
+    drop(call);
     // SAFETY: the same array, after the call.
     unsafe { forget_completed(&before, requests) };
     rc

@@ -79,6 +79,11 @@ pub(crate) fn serialise() {
     MULTIPLE.store(true, Ordering::Relaxed);
 }
 
+/// Whether the program runs with `MPI_THREAD_MULTIPLE`.
+pub(crate) fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
 fn serial() -> Option<MutexGuard<'static, ()>> {
     MULTIPLE
         .load(Ordering::Relaxed)

@@ -42,6 +42,10 @@ impl State {
             .collect()
     }
 
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        self.0[i].load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set(&self, i: usize, v: u64) {
         self.0[i].store(v, Ordering::Relaxed);
     }

@@ -520,6 +520,123 @@ pub struct PmpiNote {
     /// Polls (`MPI_Iprobe`, `MPI_Test`...) that found nothing, of `completed`.
     #[prost(uint64, tag = "16")]
     pub found_nothing: u64,
+    /// The task's history (absent before its first call, or when it could not be read).
+    #[prost(message, optional, tag = "17")]
+    pub history: Option<PmpiHistoryNote>,
+}
+
+/// A task's MPI history as the PMPI library keeps it: its call sites, the transitions
+/// between them (a semi-Markov model of the task), its last calls. Times in seconds; absent
+/// when the library's clock could not yet say.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiHistoryNote {
+    /// Why the history could not be read; nothing else is set.
+    #[prost(string, optional, tag = "1")]
+    pub error: Option<String>,
+    #[prost(message, repeated, tag = "2")]
+    pub sites: Vec<PmpiSiteNote>,
+    #[prost(message, repeated, tag = "3")]
+    pub transitions: Vec<PmpiTransitionNote>,
+    /// The last calls, oldest first.
+    #[prost(message, repeated, tag = "4")]
+    pub events: Vec<PmpiEventNote>,
+    /// Calls whose site found the library's table full.
+    #[prost(uint64, tag = "5")]
+    pub sites_lost: u64,
+    #[prost(uint64, tag = "6")]
+    pub transitions_lost: u64,
+    /// Calls completed since the library loaded (`events` are the last of them).
+    #[prost(uint64, tag = "7")]
+    pub events_written: u64,
+    /// In a call: for how long, when read.
+    #[prost(double, optional, tag = "8")]
+    pub in_call_s: Option<f64>,
+    /// Since the last call returned, when read.
+    #[prost(double, optional, tag = "9")]
+    pub since_return_s: Option<f64>,
+}
+
+/// One call site: where the program called an MPI function, and what it counted.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiSiteNote {
+    /// The library's index of the site (transitions and events name sites by it).
+    #[prost(uint32, tag = "1")]
+    pub index: u32,
+    #[prost(string, tag = "2")]
+    pub call: String,
+    /// The return address, in the task.
+    #[prost(uint64, tag = "3")]
+    pub address: u64,
+    #[prost(string, optional, tag = "4")]
+    pub function: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub file: Option<String>,
+    #[prost(uint32, optional, tag = "6")]
+    pub line: Option<u32>,
+    #[prost(uint64, tag = "7")]
+    pub entered: u64,
+    #[prost(uint64, tag = "8")]
+    pub completed: u64,
+    #[prost(uint64, tag = "9")]
+    pub found_nothing: u64,
+    /// Time in its completed calls, and the longest of them.
+    #[prost(double, optional, tag = "10")]
+    pub seconds_in: Option<f64>,
+    #[prost(double, optional, tag = "11")]
+    pub longest_s: Option<f64>,
+}
+
+/// Times of one transition's part: summed, squares summed, the longest (seconds).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiTimesNote {
+    #[prost(double, tag = "1")]
+    pub sum_s: f64,
+    #[prost(double, tag = "2")]
+    pub squares_s2: f64,
+    #[prost(double, tag = "3")]
+    pub max_s: f64,
+}
+
+/// One transition: a call at `from` followed, in the same thread, by one at `to`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiTransitionNote {
+    /// Site indices; `from` is absent for a thread's first call.
+    #[prost(uint32, optional, tag = "1")]
+    pub from: Option<u32>,
+    #[prost(uint32, tag = "2")]
+    pub to: u32,
+    #[prost(uint64, tag = "3")]
+    pub count: u64,
+    /// The computation between the two calls, and the time in the first.
+    #[prost(message, optional, tag = "4")]
+    pub between: Option<PmpiTimesNote>,
+    #[prost(message, optional, tag = "5")]
+    pub within: Option<PmpiTimesNote>,
+}
+
+/// One completed call.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiEventNote {
+    #[prost(string, tag = "1")]
+    pub call: String,
+    /// Its site index; absent when the site table was full.
+    #[prost(uint32, optional, tag = "2")]
+    pub site: Option<u32>,
+    #[prost(bool, tag = "3")]
+    pub found_nothing: bool,
+    #[prost(sint64, optional, tag = "4")]
+    pub peer: Option<i64>,
+    #[prost(bool, tag = "5")]
+    pub any_source: bool,
+    #[prost(bool, tag = "6")]
+    pub proc_null: bool,
+    #[prost(sint64, optional, tag = "7")]
+    pub tag: Option<i64>,
+    /// How long before the read it returned, and how long it lasted.
+    #[prost(double, optional, tag = "8")]
+    pub returned_before_s: Option<f64>,
+    #[prost(double, optional, tag = "9")]
+    pub seconds: Option<f64>,
 }
 
 /// A request a completion call was passed, as the PMPI library recorded its start.

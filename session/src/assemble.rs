@@ -347,6 +347,88 @@ fn pmpi_record(
         found_nothing: note.found_nothing,
         requests_unrecorded: note.requests_active.saturating_sub(requests.len() as u64),
         requests,
+        history: note
+            .history
+            .as_ref()
+            .filter(|h| h.error.is_none())
+            .map(|h| pmpi_history(h, job_size)),
+        history_error: note.history.as_ref().and_then(|h| h.error.clone()),
+    }
+}
+
+/// A task's history note, its times in whole nanoseconds.
+fn pmpi_history(
+    h: &strata_proto::overlay::PmpiHistoryNote,
+    job_size: u32,
+) -> strata_result::pmpi::PmpiHistory {
+    use strata_result::pmpi::{PmpiEvent, PmpiHistory, PmpiSite, PmpiTimes, PmpiTransition};
+    let ns = |s: f64| (s.is_finite() && s >= 0.0).then(|| (s * 1e9).round() as u64);
+    let times = |t: &strata_proto::overlay::PmpiTimesNote, count: u64| {
+        let n = count.max(1) as f64;
+        let mean = t.sum_s / n;
+        let variance = (t.squares_s2 / n - mean * mean).max(0.0);
+        Some(PmpiTimes {
+            mean_ns: ns(mean)?,
+            sd_ns: ns(variance.sqrt())?,
+            max_ns: ns(t.max_s)?,
+        })
+    };
+    PmpiHistory {
+        sites: h
+            .sites
+            .iter()
+            .map(|s| PmpiSite {
+                index: s.index,
+                call: s.call.clone(),
+                address: s.address,
+                function: s.function.clone(),
+                file: s.file.clone(),
+                line: s.line,
+                entered: s.entered,
+                completed: s.completed,
+                found_nothing: s.found_nothing,
+                time_in_ns: s.seconds_in.and_then(ns),
+                longest_ns: s.longest_s.and_then(ns),
+            })
+            .collect(),
+        transitions: h
+            .transitions
+            .iter()
+            .map(|t| PmpiTransition {
+                from: t.from,
+                to: t.to,
+                count: t.count,
+                // The first transition of a thread has no times: its `from` is the start.
+                between: t
+                    .from
+                    .and(t.between.as_ref())
+                    .and_then(|b| times(b, t.count)),
+                within: t
+                    .from
+                    .and(t.within.as_ref())
+                    .and_then(|w| times(w, t.count)),
+            })
+            .collect(),
+        events: h
+            .events
+            .iter()
+            .map(|e| PmpiEvent {
+                call: e.call.clone(),
+                site: e.site,
+                found_nothing: e.found_nothing,
+                peer: pmpi_peer(e.peer, e.any_source, e.proc_null, job_size)
+                    .ok()
+                    .flatten(),
+                tag: e.tag,
+                returned_before_ns: e.returned_before_s.and_then(ns),
+                duration_ns: e.seconds.and_then(ns),
+            })
+            .collect(),
+        calls: h.events_written,
+        sites_lost: h.sites_lost,
+        transitions_lost: h.transitions_lost,
+        in_call_ns: h.in_call_s.and_then(ns),
+        since_return_ns: h.since_return_s.and_then(ns),
     }
 }
 

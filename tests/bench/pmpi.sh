@@ -12,6 +12,8 @@
 #
 #   bash tests/bench/pmpi.sh [REPS] [RANKS] [ITERS] [DOUBLES] [WORK]
 #        (default 7 runs, 2 ranks, 2000000 iterations of 64 doubles, no stencil)
+# STRATA=target/debug/strata skips the release build: every strata embeds the same library,
+# built optimised by frontend/build.rs whatever the profile.
 set -euo pipefail
 REPS=${1:-7}
 RANKS=${2:-2}
@@ -20,8 +22,10 @@ DOUBLES=${4:-64}
 WORK=${5:-0}
 PROBES=2000000
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
-STRATA=$ROOT/target/release/strata
+if [ -z "${STRATA:-}" ]; then
+  cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
+  STRATA=$ROOT/target/release/strata
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
