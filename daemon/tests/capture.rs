@@ -573,6 +573,48 @@ fn hog_cpu0(secs: &str) -> std::process::Child {
 /// capture waited the whole grace period for it, and one attach of 65 samples took 157 s.
 /// Once a task's captures have spent their budget on threads without a core
 /// (`STARVED_BUDGET` timeouts), they wait only a twentieth of a timeout and give no grace.
+/// Starves a process for as long as it lives: a cgroup (v1 `cpu`) that lends its threads
+/// 1 ms of a core a second. Runnable, without a core, whatever else runs: a real-time hog
+/// starves a thread only as the kernel's fair server lets it, and once in a full suite
+/// starved nothing for 36 captures in a row. `None` where the cgroup cannot be made.
+struct Throttled {
+    dir: std::path::PathBuf,
+    tids: Vec<i32>,
+}
+
+const CPU_CGROUP: &str = "/sys/fs/cgroup/cpu";
+
+fn throttle(pid: i32) -> Option<Throttled> {
+    let root = std::path::Path::new(CPU_CGROUP);
+    if !root.join("cpu.cfs_quota_us").exists() {
+        return None;
+    }
+    let dir = root.join(format!("strata-test-starved-{pid}"));
+    std::fs::create_dir(&dir).ok()?;
+    let throttled = Throttled {
+        dir,
+        tids: target::thread_ids(pid),
+    };
+    std::fs::write(throttled.dir.join("cpu.cfs_period_us"), "1000000").ok()?;
+    std::fs::write(throttled.dir.join("cpu.cfs_quota_us"), "1000").ok()?;
+    for tid in &throttled.tids {
+        std::fs::write(throttled.dir.join("tasks"), tid.to_string()).ok()?;
+    }
+    Some(throttled)
+}
+
+impl Drop for Throttled {
+    fn drop(&mut self) {
+        for tid in &self.tids {
+            let _ = std::fs::write(
+                std::path::Path::new(CPU_CGROUP).join("tasks"),
+                tid.to_string(),
+            );
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 #[test]
 fn a_starved_task_stops_costing_a_grace_period_once_its_budget_is_spent() {
     let _cpu0 = CPU0.lock().unwrap_or_else(|e| e.into_inner());
@@ -582,42 +624,63 @@ fn a_starved_task_stops_costing_a_grace_period_once_its_budget_is_spent() {
         stop_timeout: Duration::from_millis(50),
         ..CaptureOptions::default()
     };
-    // The budget is 10 timeouts (500 ms): the first capture's grace (250 ms) and a few
-    // whole timeouts spend it; 12 captures are more than enough. Once in a full suite the
-    // hog starved nothing (every capture succeeded): such a try decides nothing, so it is
-    // tried again, and three such tries fail the test rather than pass it.
-    let mut waits = Vec::new();
-    let mut capturer = None;
-    for _ in 0..3 {
-        let fresh = Capturer::new(1);
-        let mut hog = hog_cpu0("4");
-        waits.clear();
-        for _ in 0..12 {
-            let task = fresh.capture(&[pid], &hurried).pop().unwrap().unwrap();
-            match &task.main_thread().unwrap().snapshot {
-                Err(ThreadError::DidNotStop(waited, _)) => waits.push(*waited),
-                // The fair server lends a starved thread a core now and then.
-                Ok(_) => waits.push(Duration::ZERO),
-                Err(e) => panic!("{e:?}"),
-            }
+    // Starved by a cgroup where there is one (every Linux with cgroup v1's cpu controller),
+    // else by a real-time hog on its core.
+    let throttled = throttle(pid);
+    let mut hog = throttled.is_none().then(|| hog_cpu0("4"));
+    eprintln!(
+        "starved by {}",
+        if hog.is_some() {
+            "a real-time hog"
+        } else {
+            "a cpu cgroup"
         }
-        let _ = hog.wait();
-        capturer = Some(fresh);
-        if waits.iter().any(|w| !w.is_zero()) {
-            break;
+    );
+    // The budget is STARVED_BUDGET timeouts (500 ms) of misses: the first miss's grace
+    // (250 ms) and a few whole timeouts spend it, and from then on a miss is short (a
+    // twentieth of a timeout). A starved thread gets a core now and then (the cgroup's millisecond a
+    // second, the fair server's), and a capture then succeeds without spending any:
+    // captures go on until three short misses, 40 at most.
+    let budget = hurried.stop_timeout * strata_daemon::capture::STARVED_BUDGET;
+    let capturer = Capturer::new(1);
+    let mut waits = Vec::new();
+    let (mut before_short, mut shorts) = (Duration::ZERO, 0);
+    while waits.len() < 40 && shorts < 3 {
+        let task = capturer.capture(&[pid], &hurried).pop().unwrap().unwrap();
+        let waited = match &task.main_thread().unwrap().snapshot {
+            Err(ThreadError::DidNotStop(waited, _)) => *waited,
+            Ok(_) => Duration::ZERO,
+            Err(e) => panic!("{e:?}"),
+        };
+        waits.push(waited);
+        if waited.is_zero() {
+            continue;
+        }
+        // A whole timeout measures 49-50 ms; a short wait, a twentieth of it.
+        if waited < hurried.stop_timeout / 4 {
+            shorts += 1;
+        } else {
+            assert_eq!(shorts, 0, "a spent budget leaves short waits: {waits:?}");
+            before_short += waited;
         }
     }
-    assert!(
-        waits.iter().any(|w| !w.is_zero()),
-        "in three tries the real-time hog never starved the spinner: {waits:?}"
-    );
+    drop(throttled);
+    if let Some(hog) = &mut hog {
+        let _ = hog.wait();
+    }
     assert!(
         waits.iter().any(|w| *w >= Duration::from_millis(200)),
         "the first miss still gets its grace period: {waits:?}"
     );
+    assert_eq!(
+        shorts, 3,
+        "the budget was not spent in 40 captures: {waits:?}"
+    );
+    // The capturer counts a miss from its interrupt to the capture's end, a little more
+    // than the wait: the budget is spent after a bit less than its worth of waits.
     assert!(
-        waits[9..].iter().all(|w| *w < Duration::from_millis(50)),
-        "a spent budget leaves a short wait, under one timeout: {waits:?}"
+        before_short >= budget * 3 / 5 && before_short <= budget * 2,
+        "the waits before the budget was spent: {before_short:?} of {budget:?}: {waits:?}"
     );
     drop(capturer);
     assert_free(pid);
