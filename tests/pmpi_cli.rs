@@ -684,3 +684,100 @@ fn calls_are_counted_at_their_sites_with_the_transitions_between_them() {
         }
     }
 }
+
+/// `pmpi_persistent.c`: a ring exchange on persistent requests (`MPI_Recv_init`,
+/// `MPI_Send_init`, `MPI_Startall`) that rank 2 skips the eleventh time. Rank 0's waitall
+/// has its receive from rank 2 pending, recorded at the request's making; rank 2 waits in
+/// the barrier for rank 0: proved. `MPI_Startall` is counted at its site like any call.
+#[test]
+fn a_waitall_on_persistent_requests_is_decided_with_the_library() {
+    for stack in Stack::ALL {
+        let exe = stack.build(
+            "c",
+            "pmpi_persistent.c",
+            &format!("pmpi_persistent_{}", stack.name()),
+        );
+        let job = MpiJob::launch_with_args(
+            stack.launcher_with_library(&library()),
+            &exe,
+            3,
+            &["persistent"],
+        );
+        let result = attach_json(&job, 3, stack);
+        let record = &result["ranks"][0]["pmpi"];
+        assert_eq!(record["call"], "MPI_Waitall", "{stack:?}: {record:#}");
+        let requests = record["requests"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{stack:?}: no requests in {record:#}"));
+        assert!(
+            requests
+                .iter()
+                .any(|r| r["started_by"] == "MPI_Recv_init" && r["peer"]["rank"] == 2),
+            "{stack:?}: {record:#}"
+        );
+        // Two sites: the loop's ten, the eleventh's one.
+        let mut startalls: Vec<u64> = record["history"]["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["call"] == "MPI_Startall")
+            .map(|s| s["completed"].as_u64().unwrap())
+            .collect();
+        startalls.sort_unstable();
+        assert_eq!(startalls, [1, 10], "{stack:?}: {record:#}");
+        let verdict = &result["verdict"];
+        assert_eq!(verdict["confidence"], "proved", "{stack:?}: {verdict:#}");
+        assert_eq!(verdict["ranks"], "0", "{stack:?}: {verdict:#}");
+        let summary = verdict["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("a receive from rank 2 (tag 7)"),
+            "{stack:?}: {summary}"
+        );
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}
+
+/// `pmpi_persistent.c ibarrier`: ranks 0 and 1 wait on an `MPI_Ibarrier` rank 2 never
+/// joins. Their records name the collective; who it waits for depends on which members
+/// started it, which no record says, so the verdict does not blame anyone for it.
+#[test]
+fn a_wait_on_a_nonblocking_collective_is_named_and_left_undecided() {
+    for stack in Stack::ALL {
+        let exe = stack.build(
+            "c",
+            "pmpi_persistent.c",
+            &format!("pmpi_persistent_{}", stack.name()),
+        );
+        let job = MpiJob::launch_with_args(
+            stack.launcher_with_library(&library()),
+            &exe,
+            3,
+            &["ibarrier"],
+        );
+        let result = attach_json(&job, 3, stack);
+        for rank in [0, 1] {
+            let record = &result["ranks"][rank]["pmpi"];
+            assert_eq!(record["call"], "MPI_Wait", "{stack:?}: {record:#}");
+            assert_eq!(
+                record["requests"][0]["started_by"], "MPI_Ibarrier",
+                "{stack:?}: {record:#}"
+            );
+            assert_eq!(
+                record["requests"][0]["communicator"], "world",
+                "{stack:?}: {record:#}"
+            );
+        }
+        let verdict = &result["verdict"];
+        let text = verdict.to_string();
+        assert!(
+            text.contains("MPI_Ibarrier on MPI_COMM_WORLD"),
+            "{stack:?}: {verdict:#}"
+        );
+        assert_ne!(verdict["confidence"], "proved", "{stack:?}: {verdict:#}");
+        for &pid in &job.ranks {
+            target::assert_free(pid);
+        }
+    }
+}

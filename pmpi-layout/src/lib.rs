@@ -192,6 +192,17 @@ pub const CALLS: &[&str] = &[
     "MPI_Testany",
     "MPI_Testsome",
     "MPI_Request_free",
+    "MPI_Send_init",
+    "MPI_Ssend_init",
+    "MPI_Bsend_init",
+    "MPI_Rsend_init",
+    "MPI_Recv_init",
+    "MPI_Start",
+    "MPI_Startall",
+    "MPI_Ibarrier",
+    "MPI_Ibcast",
+    "MPI_Ireduce",
+    "MPI_Iallreduce",
 ];
 
 /// Whether the call of index `index` completes requests (its record points to them).
@@ -204,7 +215,8 @@ pub const fn completes_requests(index: u64) -> bool {
 }
 
 /// Whether the call of index `index` returns at once whatever other ranks do: a start
-/// (`MPI_Isend`), a poll (`MPI_Iprobe`, the `MPI_Test` calls), `MPI_Request_free`. The
+/// (`MPI_Isend`, `MPI_Ibarrier`, `MPI_Start`), a persistent request's making
+/// (`MPI_Send_init`), a poll (`MPI_Iprobe`, the `MPI_Test` calls), `MPI_Request_free`. The
 /// library reads the clock once for such a call (see [`history`]).
 pub const fn returns_at_once(index: u64) -> bool {
     if index as usize >= CALLS.len() {
@@ -214,6 +226,22 @@ pub const fn returns_at_once(index: u64) -> bool {
     (starts_with(name, b"MPI_I") && !starts_with(name, b"MPI_Init"))
         || starts_with(name, b"MPI_Test")
         || starts_with(name, b"MPI_Request_free")
+        || starts_with(name, b"MPI_Start")
+        || ends_with(name, b"_init")
+}
+
+const fn ends_with(a: &[u8], suffix: &[u8]) -> bool {
+    if a.len() < suffix.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < suffix.len() {
+        if a[a.len() - suffix.len() + i] != suffix[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 const fn starts_with(a: &[u8], prefix: &[u8]) -> bool {

@@ -25,7 +25,9 @@
 //! Fortran bindings call.
 //!
 //! Requests: `MPI_Isend`, `MPI_Issend`, `MPI_Ibsend`, `MPI_Irsend` and `MPI_Irecv` note
-//! what they started; the completion calls (`MPI_Wait`, `MPI_Waitall`, `MPI_Waitany`,
+//! what they started, the persistent `MPI_Send_init` (and its `Ssend`, `Bsend`, `Rsend`
+//! forms) and `MPI_Recv_init` what they made, and `MPI_Ibarrier`, `MPI_Ibcast`,
+//! `MPI_Ireduce` and `MPI_Iallreduce` the collective; the completion calls (`MPI_Wait`, `MPI_Waitall`, `MPI_Waitany`,
 //! `MPI_Waitsome` and the four `MPI_Test` calls) publish the records of the requests they
 //! are passed. `MPI_Waitall` is the one call whose behaviour the library shapes: it is made
 //! of the MPI library's `MPI_Testall`, polled (as the MPI libraries' own waits poll), so
@@ -66,7 +68,7 @@ macro_rules! next_function {
 
 /// Exports `$symbol`, a trampoline that calls `$body(site, ...)`: the return address it was
 /// called with (the program's call site), then the program's arguments as they were, up to
-/// seven (x86-64 System V: six in registers, the seventh on the stack). The body returns
+/// eight (x86-64 System V: six in registers, the others on the stack). The body returns
 /// the call's `int`. Rust has no stable way for a function to know its return address;
 /// this is the one piece written in assembly, with call frame information so that every
 /// unwinder (strata's own, gdb's) walks through it.
@@ -87,10 +89,12 @@ macro_rules! trampoline {
                 ".cfi_offset rbp, -16",
                 "mov rbp, rsp",
                 ".cfi_def_cfa_register rbp",
-                // Two stack arguments for the body, the stack kept 16-byte aligned: the
-                // program's sixth (it moves to the stack) and its seventh (read from the
+                // Three stack arguments for the body, the stack kept 16-byte aligned: the
+                // program's sixth (it moves to the stack), seventh and eighth (read from the
                 // caller's frame, which is there whatever the function's arity).
-                "sub rsp, 16",
+                "sub rsp, 32",
+                "mov rax, [rbp + 24]",
+                "mov [rsp + 16], rax",
                 "mov rax, [rbp + 16]",
                 "mov [rsp + 8], rax",
                 "mov [rsp], r9",
@@ -376,6 +380,8 @@ wrap!(MPI_Bcast / PMPI_Bcast(buf, count, datatype, root, comm) peer = Some(root)
 wrap!(MPI_Reduce / PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) peer = Some(root), tag = None, comm = Some(comm));
 wrap!(MPI_Allreduce / PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) peer = None, tag = None, comm = Some(comm));
 wrap!(MPI_Finalize / PMPI_Finalize() peer = None, tag = None, comm = None);
+wrap!(MPI_Start / PMPI_Start(request) peer = None, tag = None, comm = None);
+wrap!(MPI_Startall / PMPI_Startall(count, requests) peer = None, tag = None, comm = None);
 
 /// Whether a call that returned `rc` was a poll that found nothing, as `check` tells.
 pub(crate) fn found_nothing(rc: i32, check: impl FnOnce(i32) -> bool) -> bool {

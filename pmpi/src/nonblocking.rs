@@ -90,14 +90,15 @@ unsafe fn forget_completed(before: &Handles, requests: u64) {
     });
 }
 
-/// Wrappers of a call that starts a request: `(buf, count, datatype, peer, tag, comm,
-/// request)`, as `MPI_Isend` and `MPI_Irecv` are.
+/// Wrappers of a call that starts a request, or makes a persistent one (`MPI_Send_init`):
+/// `peer`, `tag`, `comm` and `request` name what the request's record keeps and where the
+/// call writes the new handle.
 macro_rules! wrap_start {
-    ($name:ident / $profiling:ident) => {
-        wrap_start!(@one $name, $name);
-        wrap_start!(@one $profiling, $name);
+    ($name:ident / $profiling:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:ident, request = $request:ident) => {
+        wrap_start!(@one $name, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, request = $request);
+        wrap_start!(@one $profiling, $name ( $($arg),* ) peer = $peer, tag = $tag, comm = $comm, request = $request);
     };
-    (@one $symbol:ident, $call:ident) => {
+    (@one $symbol:ident, $call:ident ( $($arg:ident),* ) peer = $peer:expr, tag = $tag:expr, comm = $comm:ident, request = $request:ident) => {
         #[allow(non_snake_case)]
         mod $symbol {
             use super::*;
@@ -107,35 +108,27 @@ macro_rules! wrap_start {
             /// # Safety
             /// Called by the trampoline of this name, with the program's arguments.
             #[allow(clippy::too_many_arguments)]
-            pub(super) unsafe extern "C" fn body(
-                site: u64,
-                buf: u64,
-                count: u64,
-                datatype: u64,
-                peer: u64,
-                tag: u64,
-                comm: u64,
-                request: u64,
-            ) -> i32 {
+            pub(super) unsafe extern "C" fn body(site: u64, $($arg: u64),*) -> i32 {
                 const INDEX: u64 = index(stringify!($call));
                 let address = next_function!($symbol);
-                // SAFETY: the MPI library's function of the same name and C signature.
-                let forward: unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, u64) -> i32 =
+                // SAFETY: the MPI library's function of the same name, whose C signature
+                // takes these arguments in these places and returns an `int`.
+                let forward: unsafe extern "C" fn($($arg: u64),*) -> i32 =
                     unsafe { std::mem::transmute::<usize, _>(address) };
                 // Not published as the call the rank is in (it returns at once, and the
                 // state's writes would double the wrapper's cost): counted, in the history,
                 // and its request noted.
                 let mut call = Call::quiet(INDEX, site);
                 // SAFETY: the program's own arguments, passed on unchanged.
-                let rc = unsafe { forward(buf, count, datatype, peer, tag, comm, request) };
+                let rc = unsafe { forward($($arg),*) };
                 if !call.outermost {
                     return rc;
                 }
                 guard::guarded(|| {
                     let t = translate(&Args {
-                        peer: Some(peer),
-                        tag: Some(tag),
-                        comm: Some(comm),
+                        peer: $peer,
+                        tag: $tag,
+                        comm: Some($comm),
                         requests: None,
                     });
                     call.peer_tag = history::peer_tag(t.peer, t.tag);
@@ -144,7 +137,7 @@ macro_rules! wrap_start {
                     }
                     // SAFETY: the call succeeded, so it wrote the new request's handle at
                     // the program's `request`.
-                    let handle = unsafe { abi::abi().request(request, 0) };
+                    let handle = unsafe { abi::abi().request($request, 0) };
                     let described = t.described.unwrap_or(crate::comms::UNKNOWN);
                     requests::started(handle, requests::record(INDEX, t.peer, t.tag, described));
                 });
@@ -155,11 +148,23 @@ macro_rules! wrap_start {
     };
 }
 
-wrap_start!(MPI_Isend / PMPI_Isend);
-wrap_start!(MPI_Issend / PMPI_Issend);
-wrap_start!(MPI_Ibsend / PMPI_Ibsend);
-wrap_start!(MPI_Irsend / PMPI_Irsend);
-wrap_start!(MPI_Irecv / PMPI_Irecv);
+wrap_start!(MPI_Isend / PMPI_Isend(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Issend / PMPI_Issend(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Ibsend / PMPI_Ibsend(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Irsend / PMPI_Irsend(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Irecv / PMPI_Irecv(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+// Persistent requests: made inactive, started by MPI_Start, left inactive (not freed) by the
+// call that completes them, so their records stay until `MPI_Request_free`.
+wrap_start!(MPI_Send_init / PMPI_Send_init(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Ssend_init / PMPI_Ssend_init(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Bsend_init / PMPI_Bsend_init(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Rsend_init / PMPI_Rsend_init(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+wrap_start!(MPI_Recv_init / PMPI_Recv_init(buf, count, datatype, peer, tag, comm, request) peer = Some(peer), tag = Some(tag), comm = comm, request = request);
+// Nonblocking collectives: their records name the collective, its root and communicator.
+wrap_start!(MPI_Ibarrier / PMPI_Ibarrier(comm, request) peer = None, tag = None, comm = comm, request = request);
+wrap_start!(MPI_Ibcast / PMPI_Ibcast(buf, count, datatype, root, comm, request) peer = Some(root), tag = None, comm = comm, request = request);
+wrap_start!(MPI_Ireduce / PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request) peer = Some(root), tag = None, comm = comm, request = request);
+wrap_start!(MPI_Iallreduce / PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) peer = None, tag = None, comm = comm, request = request);
 
 /// Wrappers of a call that completes (or frees) requests and returns with those it
 /// completed set to `MPI_REQUEST_NULL`. `count` and `requests` name the parameters that

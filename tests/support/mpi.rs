@@ -57,11 +57,22 @@ impl MpiJob {
     /// `np` ranks of `exe` under any MPI's `launcher` (its own options given), which
     /// takes `-n N PROGRAM` (Open MPI's mpirun and prterun, hydra's mpiexec), in a
     /// process group of its own.
-    pub fn launch_with(mut launcher: Command, exe: &std::path::Path, np: usize) -> MpiJob {
+    pub fn launch_with(launcher: Command, exe: &std::path::Path, np: usize) -> MpiJob {
+        MpiJob::launch_with_args(launcher, exe, np, &[])
+    }
+
+    /// [`MpiJob::launch_with`] with arguments for the program.
+    pub fn launch_with_args(
+        mut launcher: Command,
+        exe: &std::path::Path,
+        np: usize,
+        args: &[&str],
+    ) -> MpiJob {
         launcher
             .process_group(0)
             .args(["-n", &np.to_string()])
-            .arg(exe);
+            .arg(exe)
+            .args(args);
         MpiJob::spawn(launcher, np)
     }
 

@@ -152,22 +152,40 @@ pub struct Request {
 }
 
 impl Request {
-    /// Whether it is a receive (else a send, or not known).
+    /// Whether it is a receive (else a send, a collective, or not known).
     pub fn receives(&self) -> bool {
-        self.started_by.as_deref() == Some("MPI_Irecv")
+        matches!(
+            self.started_by.as_deref(),
+            Some("MPI_Irecv" | "MPI_Recv_init")
+        )
     }
 
-    /// `a receive from rank 2 (tag 7)`.
+    /// Whether a nonblocking collective started it (`MPI_Ibarrier`).
+    pub fn collective(&self) -> bool {
+        self.started_by
+            .as_deref()
+            .and_then(strata_filters::mpi::call_named)
+            .is_some_and(|c| c.kind == strata_filters::mpi::CallKind::Collective)
+    }
+
+    /// `a receive from rank 2 (tag 7)`, `an MPI_Ibarrier on MPI_COMM_WORLD`.
     pub fn describe(&self) -> String {
         let Some(call) = &self.started_by else {
             return "a request the PMPI library did not see started".to_string();
         };
+        if self.collective() {
+            let mut text = format!("an {call} on {}", self.communicator.describe());
+            if let Peer::Rank(_) = self.peer {
+                text.push_str(&format!(" with root {}", self.peer.describe()));
+            }
+            return text;
+        }
         let (what, way) = if self.receives() {
             ("a receive", "from")
         } else {
             ("a send", "to")
         };
-        let what = if call == "MPI_Issend" {
+        let what = if call == "MPI_Issend" || call == "MPI_Ssend_init" {
             "a synchronous send"
         } else {
             what

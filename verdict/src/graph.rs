@@ -448,7 +448,16 @@ fn request_wait(call: &str, requests: &Requests, rank: u32, job_size: u32) -> Wa
         if r.started_by.is_none() {
             return Wait::Unknown(format!(
                 "{call} waits on a request the PMPI library did not see started (by a call \
-                 it does not wrap, such as MPI_Ibcast or MPI_Start)"
+                 it does not wrap, such as MPI_Ialltoall)"
+            ));
+        }
+        // Who a nonblocking collective waits for depends on which members have started it,
+        // which no rank's record says.
+        if r.collective() {
+            return Wait::Unknown(format!(
+                "{call} waits on {}, and strata does not yet tell which members have started \
+                 a nonblocking collective",
+                r.describe()
             ));
         }
         match &r.peer {

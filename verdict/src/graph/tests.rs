@@ -397,6 +397,16 @@ fn a_waitall_on_a_receive_nobody_sends_is_proved_stuck_with_the_library() {
             recorded: vec![irecv(2)],
             unrecorded: 3,
         },
+        // Who a nonblocking collective waits for, no record says.
+        Requests {
+            recorded: vec![Request {
+                started_by: Some("MPI_Ibarrier".into()),
+                peer: Peer::Unknown("none".into()),
+                tag: None,
+                communicator: Communicator::World,
+            }],
+            unrecorded: 0,
+        },
     ] {
         let v = verdict(4, trace, |rank| {
             if rank == 0 {
@@ -417,4 +427,33 @@ fn a_waitall_on_a_receive_nobody_sends_is_proved_stuck_with_the_library() {
         let graph = v.decision.wait_for.as_ref().unwrap();
         assert_eq!(graph.unknown.len(), 1, "{graph:#?}");
     }
+}
+
+#[test]
+fn requests_say_what_made_them() {
+    let recv_init = Request {
+        started_by: Some("MPI_Recv_init".into()),
+        ..irecv(2)
+    };
+    assert!(recv_init.receives());
+    assert_eq!(recv_init.describe(), "a receive from rank 2 (tag 2)");
+    let ssend_init = Request {
+        started_by: Some("MPI_Ssend_init".into()),
+        ..irecv(3)
+    };
+    assert_eq!(
+        ssend_init.describe(),
+        "a synchronous send to rank 3 (tag 2)"
+    );
+    let ibcast = Request {
+        started_by: Some("MPI_Ibcast".into()),
+        peer: Peer::Rank(1),
+        tag: None,
+        communicator: Communicator::World,
+    };
+    assert!(ibcast.collective() && !ibcast.receives());
+    assert_eq!(
+        ibcast.describe(),
+        "an MPI_Ibcast on MPI_COMM_WORLD with root rank 1"
+    );
 }
