@@ -781,3 +781,46 @@ fn a_wait_on_a_nonblocking_collective_is_named_and_left_undecided() {
         }
     }
 }
+
+/// `pmpi_sites.c` hangs after eight quick calls: too soon for the statistical test to have
+/// learned anything (it verifies only after 50 uninformative probes). The ranks' MPI
+/// histories say at once that none made a transition for over a second, far past the
+/// longest any went between two (about 24 ms): the watch verifies and reports the hang.
+#[test]
+fn watch_verifies_at_once_when_no_rank_made_an_mpi_transition_for_long() {
+    let stack = Stack::OpenMpi4;
+    let exe = stack.build("c", "pmpi_sites.c", &format!("pmpi_sites_{}", stack.name()));
+    let job = MpiJob::launch_with(stack.launcher_with_library(&library()), &exe, 4);
+    let launcher = job.mpirun.id().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let (code, out, err) = parts(&strata(&[
+        "watch",
+        "--launcher-pid",
+        &launcher,
+        "--for",
+        "60s",
+        "--interval",
+        "100ms",
+        "--report-dir",
+        report.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 3, "a hang:\n{out}\n{err}");
+    assert!(
+        err.contains("no monitored rank made an MPI transition for"),
+        "{err}"
+    );
+    assert!(err.contains("hang verified"), "{err}");
+    assert!(
+        out.contains("none of the 4 monitored ranks had made an MPI transition"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" s or more, by strata's PMPI library"),
+        "{out}"
+    );
+    assert!(report.join("result.json").exists(), "{err}");
+    for &pid in &job.ranks {
+        target::assert_free(pid);
+    }
+}

@@ -472,6 +472,9 @@ impl State {
                             .as_ref()
                             .and_then(|r| r.as_ref().ok())
                             .map(|r| r.state.progress()),
+                        mpi_idle_s: history(report)
+                            .and_then(|(read, h)| h.idle_s(read.state.call.is_some())),
+                        mpi_longest_s: history(report).and_then(|(_, h)| h.longest_s()),
                     }
                 })
                 .collect(),
@@ -784,6 +787,14 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
         finished_us: unix_us(s.finished),
         stats: vec![],
     }
+}
+
+/// A task's PMPI record and its history, when both were read.
+fn history(
+    report: &crate::sampler::TaskReport,
+) -> Option<(&crate::pmpi::PmpiRead, &crate::pmpi::History)> {
+    let read = report.pmpi.as_ref()?.as_ref().ok()?;
+    Some((read, read.history.as_ref()?.as_ref().ok()?))
 }
 
 /// A task's PMPI record as the wire carries it.

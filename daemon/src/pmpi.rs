@@ -66,6 +66,31 @@ impl History {
         let at = self.words.clock.monotonic_ns(ticks)?;
         Some(self.read_at_ns.saturating_sub(at) as f64 / 1e9)
     }
+
+    /// Seconds since the rank's last transition when read: its entry into the call it is in
+    /// (`in_call`), else its return from the last one. `None` before its first return or
+    /// while the clock cannot say.
+    pub fn idle_s(&self, in_call: bool) -> Option<f64> {
+        let at = if in_call {
+            self.words.entered_at
+        } else {
+            self.words.last_exit
+        };
+        (at != 0).then(|| self.seconds_before_read(at)).flatten()
+    }
+
+    /// The longest the rank went between two transitions, in seconds: a completed call at
+    /// one of its sites, or the computation between two calls. `None` before any.
+    pub fn longest_s(&self) -> Option<f64> {
+        let in_calls = self.sites.iter().map(|s| s.ticks_max);
+        let between = self
+            .transitions
+            .iter()
+            .filter(|t| t.from != layout::START)
+            .flat_map(|t| [t.between.max, t.within.max]);
+        let ticks = in_calls.chain(between).max()?;
+        Some(self.words.clock.duration_ns(ticks as f64)? / 1e9)
+    }
 }
 
 /// The state of the rank whose executable mappings are `space`, read through `memory`;

@@ -724,6 +724,14 @@ pub struct RankProbe {
     /// calls less the polls that found nothing), read right after the stack.
     #[prost(uint64, optional, tag = "7")]
     pub mpi_progress: Option<u64>,
+    /// With the library's history: seconds since the rank's last MPI transition (its entry
+    /// into the call it is in, or its return from the last one).
+    #[prost(double, optional, tag = "8")]
+    pub mpi_idle_s: Option<f64>,
+    /// With the library's history: the longest the rank has gone between two transitions
+    /// (in a call, or computing between two).
+    #[prost(double, optional, tag = "9")]
+    pub mpi_longest_s: Option<f64>,
 }
 
 /// Read variables in the main thread of these ranks (every rank of the daemon when empty).

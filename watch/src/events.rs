@@ -2,6 +2,7 @@
 //! ranks, what started a verification, and what to do once a hang is reported.
 
 use crate::detector::{Alarm, Status};
+use crate::stall::Stall;
 use serde::Serialize;
 
 /// What to do once a hang is verified and reported.
@@ -32,6 +33,9 @@ pub enum Trigger {
     /// [`STILLNESS_SAMPLES`] uninformative samples in a row, all at this S_out or below
     /// the model's threshold.
     Stillness { samples: u32, s_out: f64 },
+    /// Every monitored rank idle past its own longest time between two MPI transitions, as
+    /// strata's PMPI library recorded them ([`crate::stall()`]).
+    Stall(Stall),
 }
 
 /// One probe of the monitored ranks, for the report's timeline.

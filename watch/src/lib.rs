@@ -27,6 +27,8 @@
 //!   a level `p̂` and a margin `d`; a sample is *suspicious* when `S_out <= F^-1(p̂)`. Under
 //!   "healthy", a run of `k` suspicious samples has probability at most `q^k`, with `q` an
 //!   upper bound on the suspicion probability; `q^k <= alpha` (0.001) raises an [`Alarm`].
+//! * [`stall()`] (strata's, with its PMPI library): every monitored rank idle far past the
+//!   longest it ever went between two MPI transitions starts a verification at once.
 //! * [`verify()`]: before anything is reported, five full samples of every rank; it is a hang
 //!   only if no rank's call path (function level, cut below MPI) changed across them. The hang
 //!   is then classified: ranks outside MPI in every sample are computation-hang suspects,
@@ -54,6 +56,7 @@ mod monitor;
 pub mod report;
 mod runs_test;
 mod schedule;
+mod stall;
 mod verify;
 
 #[cfg(test)]
@@ -70,6 +73,7 @@ pub use runs_test::{
     DEFAULT_RUNS_LEVEL, Deviation, Inconclusive, RunsOutcome, RunsTest, runs_test,
 };
 pub use schedule::{DEFAULT_INITIAL_INTERVAL, DEFAULT_MAX_INTERVAL, Schedule};
+pub use stall::{MIN_STALL_S, STALL_FACTOR, Stall, stall};
 pub use verify::{
     Classification, InsideMpi, ProbedStack, RankState, VERIFY_SAMPLES, Verdict, Verification,
     VerifyError, verify,

@@ -163,6 +163,21 @@ pub fn summary(
                  before the watch learned its normal behaviour), so it was verified anyway."
             );
         }
+        Trigger::Stall(stall) => {
+            let _ = writeln!(
+                s,
+                "  none of the {} monitored ranks had made an MPI transition for {:.1} s or \
+                 more, by strata's PMPI library,",
+                stall.ranks, stall.idle_s
+            );
+            let _ = writeln!(
+                s,
+                "  when the longest any of them had gone between two before was {:.3} s: past \
+                 {} times each rank's own longest, it was verified.",
+                stall.longest_s,
+                crate::stall::STALL_FACTOR
+            );
+        }
     }
     let _ = writeln!(
         s,

@@ -28,7 +28,8 @@ use strata_session::request::{AttachRequest, JobTarget, TreeShape};
 use strata_watch::report::{self, Hang};
 use strata_watch::{
     Detector, DetectorConfig, InsideMpi, MonitorSet, OnHang, Probed, ProbedStack, RankState,
-    STILLNESS_SAMPLES, Status, Trigger, VERIFY_SAMPLES, Verdict, s_out, verify,
+    STALL_FACTOR, STILLNESS_SAMPLES, Status, Trigger, VERIFY_SAMPLES, Verdict, s_out, stall,
+    verify,
 };
 
 /// The attach the watch's tree is built from: the job, its sample count, and the 100 ms
@@ -215,6 +216,9 @@ impl Watch<'_> {
         self.say(&format!("a hang report will go to {report_to}"));
         // Uninformative samples in a row (see [`STILLNESS_SAMPLES`]).
         let mut still = 0u32;
+        // Whether a stall of the ranks' MPI histories may start a verification (once per
+        // stall: see `strata_watch::stall`).
+        let mut stall_armed = true;
         loop {
             if let Some(limit) = self.args.watch_for
                 && self.started.elapsed() >= limit
@@ -235,12 +239,24 @@ impl Watch<'_> {
                     seconds: self.started.elapsed().as_secs_f64(),
                 });
             };
-            let inside: Vec<bool> = probe
-                .ranks
-                .iter()
-                .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
+            let answered = || {
+                probe
+                    .ranks
+                    .iter()
+                    .filter(|r| r.error.is_none() && !r.exited && !r.functions.is_empty())
+            };
+            let inside: Vec<bool> = answered()
                 .map(|r| self.inside.state(probed(r)).in_mpi)
                 .collect();
+            // The ranks' own MPI histories, with strata's PMPI library.
+            let histories: Vec<Option<(f64, f64)>> = answered()
+                .map(|r| r.mpi_idle_s.zip(r.mpi_longest_s))
+                .collect();
+            let stalled = stall(&histories);
+            if stalled.is_none() {
+                // A rank made a transition: the next stall is a new one.
+                stall_armed = true;
+            }
             if self.args.verbose && inside.len() < probe.ranks.len() {
                 for r in probe.ranks.iter().filter(|r| r.error.is_some() || r.exited) {
                     eprintln!(
@@ -287,9 +303,15 @@ impl Watch<'_> {
                 s_out: s,
                 status: observation.status,
             });
-            let trigger = match observation.status {
-                Status::Alarm(alarm) => Trigger::Alarm(alarm),
-                Status::Uninformative => {
+            let trigger = match (observation.status, stalled) {
+                (Status::Alarm(alarm), _) => Trigger::Alarm(alarm),
+                // One verification per stall: the ranks must move before the next.
+                (_, Some(stalled)) if stall_armed && !self.reported => {
+                    stall_armed = false;
+                    still = 0;
+                    Trigger::Stall(stalled)
+                }
+                (Status::Uninformative, _) => {
                     still += 1;
                     if still < STILLNESS_SAMPLES {
                         continue;
@@ -300,7 +322,7 @@ impl Watch<'_> {
                         s_out: s,
                     }
                 }
-                other => {
+                (other, _) => {
                     still = 0;
                     if self.reported && matches!(other, Status::Normal) {
                         // The job moved after a reported hang: report the next one again.
@@ -323,6 +345,12 @@ impl Watch<'_> {
                 Trigger::Stillness { samples, .. } => self.say(&format!(
                     "S_out has not told anything for {samples} samples (too little variation to \
                      judge); verifying with {VERIFY_SAMPLES} samples of every rank"
+                )),
+                Trigger::Stall(stalled) => self.say(&format!(
+                    "no monitored rank made an MPI transition for {:.1} s, past {STALL_FACTOR} \
+                     times the longest each had gone between two (at most {:.3} s, by strata's \
+                     PMPI library); verifying with {VERIFY_SAMPLES} samples of every rank",
+                    stalled.idle_s, stalled.longest_s
                 )),
             }
             let mut full = Vec::new();
