@@ -31,6 +31,14 @@ fn assert_clean(out: &str, err: &str) {
             "'{bad}' in a clean attach:\n{out}\n{err}"
         );
     }
+    // Only an MPI call is recovered from a call instruction; an inlined frame once read
+    // `__futex_abstimed_wait_common64 [called]` in the function view.
+    for line in out.lines().filter(|l| l.contains(" [called]")) {
+        assert!(
+            line.contains("MPI_"),
+            "a [called] frame that is no MPI call: {line}\n{out}"
+        );
+    }
 }
 
 /// Two ranks deadlocked in `MPI_Recv` while two wait in `MPI_Finalize`, all busy-polling on

@@ -566,6 +566,7 @@ impl Sampler {
                     function: Some(name.to_string()),
                     module: Some(module.clone()),
                     inlined: true,
+                    recovered: true,
                     ..CodeFrame::default()
                 }))
             });
@@ -603,6 +604,7 @@ impl Sampler {
                     file: s.file.clone(),
                     line: s.line,
                     inlined: s.inlined,
+                    recovered: false,
                 }))
             })
             .collect();

@@ -36,10 +36,15 @@ pub struct CodeFrame {
     pub offset: Option<u64>,
     pub file: Option<String>,
     pub line: Option<u32>,
-    /// This frame is an inlined call inside the physical frame that follows it. Without an
-    /// `offset`, it is a call recovered from the caller's call instruction (see
-    /// [`CodeFrame::is_recovered_call`]).
+    /// This frame is an inlined call inside the physical frame that follows it, or a call
+    /// recovered from the caller's call instruction (`recovered`).
     pub inlined: bool,
+    /// A call recovered from the caller's call instruction (see
+    /// [`CodeFrame::is_recovered_call`]). Files and messages write it as an inlined frame
+    /// without an offset, which a sampled frame always has ([`CodeFrame::from_fields`]);
+    /// in memory it is said outright, because a view's projection drops the offsets of
+    /// every frame, and an inlined call would then read as a recovered one.
+    pub recovered: bool,
 }
 
 impl CodeFrame {
@@ -48,7 +53,7 @@ impl CodeFrame {
     /// internals (a stripped library, a tail call), so no frame below says so. Written as
     /// an inlined frame without an address.
     pub fn is_recovered_call(&self) -> bool {
-        self.inlined && self.offset.is_none()
+        self.recovered
     }
 }
 
@@ -81,6 +86,8 @@ impl CodeFrame {
             file,
             line,
             inlined,
+            // Stored trees are sampled frames, which all have an offset but this one.
+            recovered: inlined && offset.is_none(),
         })
     }
 }

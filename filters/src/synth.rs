@@ -117,6 +117,7 @@ fn code(function: &str, module_name: &str, offset: u64, file: &str, line: u32) -
         file: Some(file.to_string()),
         line: Some(line),
         inlined: false,
+        recovered: false,
     })
 }
 

@@ -60,6 +60,7 @@ impl Granularity {
                 function: c.function.clone(),
                 module: c.module.clone(),
                 inlined: c.inlined,
+                recovered: c.recovered,
                 ..CodeFrame::default()
             }),
             Granularity::Line if c.line.is_none() => Granularity::Function.project(frame),
@@ -358,6 +359,52 @@ mod tests {
             }),
             ..CodeFrame::default()
         })
+    }
+
+    /// An inlined call keeps its offset only at the finest granularity; projected, it must
+    /// not read as a call recovered from a call instruction (`[called]`), which a recovered
+    /// call still does at every granularity.
+    #[test]
+    fn an_inlined_call_stays_inlined_in_every_view() {
+        let module = Some(crate::Module {
+            path: "/usr/lib/libc.so.6".to_string(),
+            build_id: None,
+        });
+        let inlined = Frame::Code(CodeFrame {
+            function: Some("read".to_string()),
+            module: module.clone(),
+            offset: Some(0x1234),
+            file: Some("read.c".to_string()),
+            line: Some(26),
+            inlined: true,
+            recovered: false,
+        });
+        let recovered = Frame::Code(
+            CodeFrame::from_fields(
+                Some("MPI_Waitall".to_string()),
+                Some("/usr/lib/libmpi.so.12".to_string()),
+                None,
+                None,
+                None,
+                None,
+                true,
+            )
+            .unwrap(),
+        );
+        for g in [
+            Granularity::Function,
+            Granularity::Line,
+            Granularity::Module,
+        ] {
+            let i = g.project(&inlined);
+            let c = i.code().unwrap();
+            assert!(c.inlined && !c.is_recovered_call(), "{g}: {c:?}");
+            assert!(
+                g.project(&recovered).code().unwrap().is_recovered_call(),
+                "{g}"
+            );
+        }
+        assert!(!inlined.code().unwrap().is_recovered_call());
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn frame(function: &str, module: &str, offset: u64, file: &str, line: u32) -> Fr
         file: (!file.is_empty()).then(|| file.to_string()),
         line: (line > 0).then_some(line),
         inlined: false,
+        recovered: false,
     })
 }
 

@@ -38,6 +38,7 @@ fn code(function: &str, module: &str, offset: u64, place: Option<(&str, u32)>) -
         file: place.map(|(f, _)| f.to_string()),
         line: place.map(|(_, l)| l),
         inlined: false,
+        recovered: false,
     })
 }
 
