@@ -9,6 +9,7 @@
 //! (a strict alternation, e.g. sampling in step with the iterations).
 
 use serde::Serialize;
+use strata_model::normal::erfc;
 
 /// The default two-sided significance level.
 pub const DEFAULT_RUNS_LEVEL: f64 = 0.05;
@@ -187,24 +188,6 @@ pub fn runs_test(xs: &[f64], level: f64) -> RunsTest {
 /// `P(|Z| >= |z|)` for a standard normal `Z`: `erfc(|z| / sqrt 2)`.
 fn normal_two_sided_p(z: f64) -> f64 {
     erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0)
-}
-
-/// The complementary error function, by the Chebyshev fit of Numerical Recipes (`erfcc`),
-/// fractional error below 1.2e-7 everywhere: ample for comparing a p-value with 5%, and it
-/// saves a statistics dependency for one function.
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = t * poly.exp();
-    if x >= 0.0 { r } else { 2.0 - r }
 }
 
 #[cfg(test)]

@@ -1,0 +1,213 @@
+//! Abnormal ranks by their nearest neighbours, as AutomaDeD's scalable outlier detection
+//! finds them: the dissimilarity of two models is the sum of the differences of their
+//! transitions; each rank is compared with a bounded sample of ranks ([`SAMPLE`]), and a
+//! rank far from the nearest of them is abnormal. For each abnormal rank, the transitions
+//! that differ most from its nearest neighbour's are the code regions to look at
+//! (AutomaDeD's edge isolation).
+//!
+//! Nearest neighbours miss a fault that makes several ranks abnormal alike (they are each
+//! other's neighbours when both are sampled); AutomaDeD's clustering does not, and is not
+//! here yet.
+
+use crate::normal::{self, Normal};
+use crate::smm::{Edge, EdgeKey, RankModel};
+
+/// A transition one model has and the other lacks: more than two present transitions can
+/// differ (probability 1, and each distribution 1), since a different control flow is the
+/// strongest sign.
+pub const MISSING: f64 = 3.0;
+
+/// Ranks each rank is compared with, at most: evenly spread over the job.
+pub const SAMPLE: usize = 64;
+
+/// Transitions named for each abnormal rank, at most.
+const EDGES_NAMED: usize = 5;
+
+fn times(a: Option<Normal>, b: Option<Normal>) -> f64 {
+    match (a, b) {
+        (Some(a), Some(b)) => normal::distance(a, b),
+        _ => 0.0,
+    }
+}
+
+fn edge_difference(a: Option<&Edge>, b: Option<&Edge>) -> f64 {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            (a.probability - b.probability).abs()
+                + times(a.times.within, b.times.within)
+                + times(a.times.between, b.times.between)
+        }
+        (None, None) => 0.0,
+        _ => MISSING,
+    }
+}
+
+/// Each transition of either model with how much it differs between them, the largest
+/// first (ties in the models' order).
+pub fn contributions(a: &RankModel, b: &RankModel) -> Vec<(EdgeKey, f64)> {
+    let mut all: Vec<(EdgeKey, f64)> = a
+        .edges
+        .keys()
+        .chain(b.edges.keys().filter(|k| !a.edges.contains_key(*k)))
+        .map(|k| (k.clone(), edge_difference(a.edges.get(k), b.edges.get(k))))
+        .collect();
+    all.sort_by(|x, y| y.1.total_cmp(&x.1));
+    all
+}
+
+/// How far apart two ranks' models are: the sum of their transitions' differences.
+pub fn dissimilarity(a: &RankModel, b: &RankModel) -> f64 {
+    a.edges
+        .iter()
+        .map(|(k, e)| edge_difference(Some(e), b.edges.get(k)))
+        .sum::<f64>()
+        + b.edges.keys().filter(|k| !a.edges.contains_key(*k)).count() as f64 * MISSING
+}
+
+/// An abnormal rank: far from its nearest neighbour among the sampled ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Abnormal {
+    pub rank: u32,
+    /// Its dissimilarity to its nearest neighbour.
+    pub distance: f64,
+    pub nearest: u32,
+    /// The transitions that differ most from the neighbour's, with how much.
+    pub edges: Vec<(EdgeKey, f64)>,
+}
+
+/// The sampled models: all up to [`SAMPLE`], else evenly spread.
+fn sample(n: usize) -> Vec<usize> {
+    if n <= SAMPLE {
+        return (0..n).collect();
+    }
+    let mut picked: Vec<usize> = (0..SAMPLE).map(|i| i * n / SAMPLE).collect();
+    picked.dedup();
+    picked
+}
+
+/// The `top` most abnormal ranks of `models`, the farthest from its nearest neighbour
+/// first; a rank whose model another sampled rank shares exactly is never abnormal. Empty
+/// for fewer than two models.
+pub fn abnormal_ranks(models: &[RankModel], top: usize) -> Vec<Abnormal> {
+    if models.len() < 2 {
+        return Vec::new();
+    }
+    let sampled = sample(models.len());
+    let mut found: Vec<(usize, usize, f64)> = Vec::with_capacity(models.len());
+    for (i, m) in models.iter().enumerate() {
+        let nearest = sampled
+            .iter()
+            .filter(|&&s| s != i)
+            .map(|&s| (s, dissimilarity(m, &models[s])))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((s, d)) = nearest {
+            found.push((i, s, d));
+        }
+    }
+    found.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    found
+        .into_iter()
+        .filter(|&(_, _, d)| d > 1e-9)
+        .take(top)
+        .map(|(i, s, d)| Abnormal {
+            rank: models[i].rank,
+            distance: d,
+            nearest: models[s].rank,
+            edges: contributions(&models[i], &models[s])
+                .into_iter()
+                .filter(|(_, c)| *c > 1e-9)
+                .take(EDGES_NAMED)
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smm::Times;
+    use std::collections::BTreeMap;
+
+    fn key(from: &str, to: &str) -> EdgeKey {
+        EdgeKey {
+            from: Some(from.into()),
+            to: to.into(),
+        }
+    }
+
+    fn edge(probability: f64, between_s: f64) -> Edge {
+        Edge {
+            count: 100,
+            probability,
+            times: Times {
+                within: Some(Normal {
+                    mean: 1e-4,
+                    sd: 1e-5,
+                }),
+                between: Some(Normal {
+                    mean: between_s,
+                    sd: between_s / 10.0,
+                }),
+            },
+        }
+    }
+
+    /// A halo loop: Irecv -> Isend -> Waitall -> Irecv, with `compute` seconds between
+    /// the waitall and the next receive.
+    fn halo(rank: u32, compute: f64) -> RankModel {
+        let mut edges = BTreeMap::new();
+        edges.insert(key("Irecv", "Isend"), edge(1.0, 1e-6));
+        edges.insert(key("Isend", "Waitall"), edge(1.0, 1e-6));
+        edges.insert(key("Waitall", "Irecv"), edge(1.0, compute));
+        RankModel { rank, edges }
+    }
+
+    #[test]
+    fn a_slow_rank_is_the_most_abnormal_at_its_computation() {
+        let mut models: Vec<RankModel> = (0..8).map(|r| halo(r, 0.002)).collect();
+        models[5] = halo(5, 0.020);
+        let found = abnormal_ranks(&models, 5);
+        assert_eq!(found[0].rank, 5, "{found:#?}");
+        assert_eq!(found[0].edges[0].0, key("Waitall", "Irecv"), "{found:#?}");
+        // Everyone else has an identical neighbour.
+        assert_eq!(found.len(), 1, "{found:#?}");
+    }
+
+    #[test]
+    fn a_different_control_flow_outweighs_a_time() {
+        let mut models: Vec<RankModel> = (0..6).map(|r| halo(r, 0.002)).collect();
+        models[1] = halo(1, 0.004);
+        // Rank 4 received a message it did not expect: a transition nobody else makes.
+        models[4]
+            .edges
+            .insert(key("Waitall", "Recv"), edge(0.5, 0.001));
+        models[4]
+            .edges
+            .get_mut(&key("Waitall", "Irecv"))
+            .unwrap()
+            .probability = 0.5;
+        let found = abnormal_ranks(&models, 5);
+        assert_eq!(found[0].rank, 4, "{found:#?}");
+        assert_eq!(found[0].edges[0].0, key("Waitall", "Recv"), "{found:#?}");
+        assert_eq!(found[1].rank, 1, "{found:#?}");
+    }
+
+    #[test]
+    fn identical_ranks_have_no_abnormal_one() {
+        let models: Vec<RankModel> = (0..200).map(|r| halo(r, 0.002)).collect();
+        assert!(abnormal_ranks(&models, 5).is_empty());
+        assert!(abnormal_ranks(&models[..1], 5).is_empty());
+        assert_eq!(sample(200).len(), SAMPLE);
+    }
+
+    #[test]
+    fn dissimilarity_is_symmetric() {
+        let (a, mut b) = (halo(0, 0.002), halo(1, 0.003));
+        b.edges.insert(key("Isend", "Barrier"), edge(0.1, 0.001));
+        let (ab, ba) = (dissimilarity(&a, &b), dissimilarity(&b, &a));
+        assert!((ab - ba).abs() < 1e-12, "{ab} {ba}");
+        assert!(ab > MISSING);
+        let sum: f64 = contributions(&a, &b).iter().map(|c| c.1).sum();
+        assert!((sum - ab).abs() < 1e-12);
+    }
+}
