@@ -685,6 +685,16 @@ fn calls_are_counted_at_their_sites_with_the_transitions_between_them() {
     }
 }
 
+/// `pmpi_persistent.c` in `mode` on 3 ranks of `stack`, with the library.
+fn persistent_job(stack: Stack, mode: &str) -> MpiJob {
+    let exe = stack.build(
+        "c",
+        "pmpi_persistent.c",
+        &format!("pmpi_persistent_{}", stack.name()),
+    );
+    MpiJob::launch_with_args(stack.launcher_with_library(&library()), &exe, 3, &[mode])
+}
+
 /// `pmpi_persistent.c`: a ring exchange on persistent requests (`MPI_Recv_init`,
 /// `MPI_Send_init`, `MPI_Startall`) that rank 2 skips the eleventh time. Rank 0's waitall
 /// has its receive from rank 2 pending, recorded at the request's making; rank 2 waits in
@@ -692,17 +702,7 @@ fn calls_are_counted_at_their_sites_with_the_transitions_between_them() {
 #[test]
 fn a_waitall_on_persistent_requests_is_decided_with_the_library() {
     for stack in Stack::ALL {
-        let exe = stack.build(
-            "c",
-            "pmpi_persistent.c",
-            &format!("pmpi_persistent_{}", stack.name()),
-        );
-        let job = MpiJob::launch_with_args(
-            stack.launcher_with_library(&library()),
-            &exe,
-            3,
-            &["persistent"],
-        );
+        let job = persistent_job(stack, "persistent");
         let result = attach_json(&job, 3, stack);
         let record = &result["ranks"][0]["pmpi"];
         assert_eq!(record["call"], "MPI_Waitall", "{stack:?}: {record:#}");
@@ -745,17 +745,7 @@ fn a_waitall_on_persistent_requests_is_decided_with_the_library() {
 #[test]
 fn a_wait_on_a_nonblocking_collective_is_named_and_left_undecided() {
     for stack in Stack::ALL {
-        let exe = stack.build(
-            "c",
-            "pmpi_persistent.c",
-            &format!("pmpi_persistent_{}", stack.name()),
-        );
-        let job = MpiJob::launch_with_args(
-            stack.launcher_with_library(&library()),
-            &exe,
-            3,
-            &["ibarrier"],
-        );
+        let job = persistent_job(stack, "ibarrier");
         let result = attach_json(&job, 3, stack);
         for rank in [0, 1] {
             let record = &result["ranks"][rank]["pmpi"];

@@ -223,21 +223,26 @@ fn read_history(
         words.transitions,
         layout::MAX_TRANSITIONS * layout::TRANSITION_WORDS * 8,
     )?;
-    let ring = copy(
-        "events",
-        words.events,
-        layout::MAX_EVENTS * layout::EVENT_WORDS * 8,
-    )?;
+    // Only the records of the events kept: a whole ring is 128 KiB, and a watch reads its
+    // monitored ranks every few hundred milliseconds.
+    let mut ring = vec![0u8; layout::MAX_EVENTS * layout::EVENT_WORDS * 8];
+    for (at, len) in layout::event_ranges(words.events_written, EVENTS_KEPT) {
+        let part = copy("events", words.events + at as u64, len)?;
+        ring[at..at + len].copy_from_slice(&part);
+    }
     let after = copy(
         "event count",
         state + pmpi::word::EVENTS_WRITTEN as u64 * 8,
         8,
     )?;
     let after = u64::from_le_bytes(after.try_into().expect("8 bytes"));
-    let mut events =
-        layout::decode_events(&ring, words.events_written, after.max(words.events_written))
-            .map_err(|e| e.to_string())?;
-    events.drain(..events.len().saturating_sub(EVENTS_KEPT));
+    let events = layout::decode_events(
+        &ring,
+        words.events_written,
+        after.max(words.events_written),
+        EVENTS_KEPT,
+    )
+    .map_err(|e| e.to_string())?;
     Ok(History {
         sites: layout::decode_sites(&sites).map_err(|e| e.to_string())?,
         transitions: layout::decode_transitions(&transitions).map_err(|e| e.to_string())?,

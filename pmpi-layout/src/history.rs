@@ -352,14 +352,16 @@ pub fn decode_transitions(bytes: &[u8]) -> Result<Vec<Transition>, LayoutError> 
         .collect())
 }
 
-/// The events of a copy of the ring ([`MAX_EVENTS`] records) that are whole, oldest first:
-/// `written_before` is the event count read before the copy, `written_after` the count read
-/// again after it. An event the rank may have overwritten while the ring was copied is
-/// left out.
+/// The last `last` events of a copy of the ring ([`MAX_EVENTS`] records) that are whole,
+/// oldest first: `written_before` is the event count read before the copy, `written_after`
+/// the count read again after it. An event the rank may have overwritten while the ring was
+/// copied is left out. Only the records of those events are read from `bytes` (a reader
+/// may copy just them: [`event_ranges`]).
 pub fn decode_events(
     bytes: &[u8],
     written_before: u64,
     written_after: u64,
+    last: usize,
 ) -> Result<Vec<Event>, LayoutError> {
     if bytes.len() < MAX_EVENTS * EVENT_WORDS * 8 {
         return Err(LayoutError::Short(bytes.len()));
@@ -369,7 +371,9 @@ pub fn decode_events(
     // Event n was whole before the copy when n < written_before; its record was not
     // reused during the copy when no event n + ring had begun, that is n + ring >
     // written_after (the one being written then is written_after itself).
-    let first = (written_after + 1).saturating_sub(ring);
+    let first = (written_after + 1)
+        .saturating_sub(ring)
+        .max(written_before.saturating_sub(last as u64));
     let mut events = Vec::new();
     for number in first..written_before {
         let slot = (number % ring) as usize * EVENT_WORDS;
@@ -388,6 +392,21 @@ pub fn decode_events(
         });
     }
     Ok(events)
+}
+
+/// Where, in the ring, the last `last` of `written` events lie: at most two byte ranges
+/// (offset, length), the ring wrapping between them.
+pub fn event_ranges(written: u64, last: usize) -> Vec<(usize, usize)> {
+    let record = EVENT_WORDS * 8;
+    let count = written.min(last.min(MAX_EVENTS) as u64) as usize;
+    let first = ((written - count as u64) % MAX_EVENTS as u64) as usize;
+    let tail = count.min(MAX_EVENTS - first);
+    let mut ranges = vec![(first * record, tail * record)];
+    if count > tail {
+        ranges.push((0, (count - tail) * record));
+    }
+    ranges.retain(|&(_, len)| len > 0);
+    ranges
 }
 
 #[cfg(test)]
@@ -453,7 +472,7 @@ mod tests {
 
     #[test]
     fn events_are_the_ones_whole_oldest_first() {
-        let few = decode_events(&to_bytes(&ring(3)), 3, 3).unwrap();
+        let few = decode_events(&to_bytes(&ring(3)), 3, 3, MAX_EVENTS).unwrap();
         assert_eq!(few.iter().map(|e| e.number).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!((few[1].call, few[1].site), ("MPI_Recv", 2));
         assert_eq!((few[1].peer, few[1].tag), (Some(PeerWord::Rank(1)), None));
@@ -461,12 +480,35 @@ mod tests {
         // A full ring, and two events written while it was copied: the two oldest may be
         // overwritten, and so may the one being written then.
         let written = MAX_EVENTS as u64 + 100;
-        let all = decode_events(&to_bytes(&ring(written)), written, written + 2).unwrap();
+        let all =
+            decode_events(&to_bytes(&ring(written)), written, written + 2, MAX_EVENTS).unwrap();
         assert_eq!(all.len(), MAX_EVENTS - 3);
         assert_eq!(all[0].number, 103);
         assert_eq!(all.last().unwrap().number, written - 1);
-        let none = decode_events(&to_bytes(&ring(0)), 0, 0).unwrap();
+        let none = decode_events(&to_bytes(&ring(0)), 0, 0, MAX_EVENTS).unwrap();
         assert!(none.is_empty());
+        // The last few, from only their records: the ring wraps between them.
+        let written = 2 * MAX_EVENTS as u64 + 2;
+        let full = to_bytes(&ring(written));
+        let ranges = event_ranges(written, 5);
+        assert_eq!(
+            ranges,
+            [
+                ((MAX_EVENTS - 3) * EVENT_WORDS * 8, 3 * EVENT_WORDS * 8),
+                (0, 2 * EVENT_WORDS * 8)
+            ]
+        );
+        let mut sparse = vec![0u8; full.len()];
+        for (at, len) in ranges {
+            sparse[at..at + len].copy_from_slice(&full[at..at + len]);
+        }
+        let last = decode_events(&sparse, written, written, 5).unwrap();
+        assert_eq!(
+            last.iter().map(|e| e.number).collect::<Vec<_>>(),
+            (written - 5..written).collect::<Vec<_>>()
+        );
+        assert_eq!(event_ranges(3, 5), [(0, 3 * EVENT_WORDS * 8)]);
+        assert!(event_ranges(0, 5).is_empty());
     }
 
     #[test]

@@ -418,7 +418,7 @@ mod tests {
         assert_eq!((count(START, a), count(a, b), count(b, a)), (1, 3, 2));
         let after = strata_pmpi_state.get(word::EVENTS_WRITTEN);
         assert_eq!(after - before, 6);
-        let events = decode_events(&bytes(&EVENTS), after, after).unwrap();
+        let events = decode_events(&bytes(&EVENTS), after, after, MAX_EVENTS).unwrap();
         let last = events.last().unwrap();
         assert_eq!(
             (last.call, last.site, last.found_nothing),
