@@ -10,18 +10,28 @@
 //!   the time in the first call and of the computation between.
 //! * [`normal`]: how far apart two normal distributions are: the share of their areas that
 //!   does not overlap (AutomaDeD's Lk-norm for normals), in closed form.
-//! * [`outliers`]: the dissimilarity of two models (the sum over their transitions, a
-//!   transition one of them lacks counting most), each rank's distance to its nearest
-//!   neighbour among a bounded sample of ranks, the abnormal ranks (largest distances first)
-//!   and, for each, the transitions that contribute most to its distance: the code regions
-//!   to look at.
+//! * [`outliers`](mod@outliers): the dissimilarity of two models (the sum over their transitions, times
+//!   weighed by their share of the ranks' time, a transition one of them lacks counting
+//!   most), each rank's distance to its nearest neighbour among a bounded sample of ranks,
+//!   the abnormal ranks (largest distances first) and, for each, the transitions that
+//!   contribute most to its distance: the code regions to look at.
 //!
-//! Not yet: AutomaDeD's clustering (K-medoids with BIC), edge compression in the tree,
-//! Prodometer's progress dependence; nothing reads this crate's answers into a report yet.
+//! * [`dependence`]: Prodometer's loop-aware progress dependence ("Accurate application
+//!   progress analysis for large-scale parallel debugging", 2014): loops from the union of
+//!   the ranks' transitions, iteration counts from their back edges, which ranks are
+//!   behind which, and the least progressed.
+//! * [`report`]: both answers on a result ([`RuntimeModel`]), as the verdict shows them
+//!   and `result.json` carries them (`runtime_model`).
+//!
+//! Not yet: AutomaDeD's clustering (K-medoids with BIC) and edge compression in the tree.
 
+pub mod dependence;
 pub mod normal;
 pub mod outliers;
+pub mod report;
 pub mod smm;
 
-pub use outliers::{Abnormal, SAMPLE, abnormal_ranks, dissimilarity};
+pub use dependence::Dependence;
+pub use outliers::{Abnormal, Outliers, SAMPLE, abnormal_ranks, dissimilarity, outliers};
+pub use report::RuntimeModel;
 pub use smm::{Edge, EdgeKey, RankModel, Times};

@@ -5,6 +5,11 @@
 //! that differ most from its nearest neighbour's are the code regions to look at
 //! (AutomaDeD's edge isolation).
 //!
+//! One departure from the paper: a transition's time difference is weighed by its share of
+//! the two ranks' time. Unweighed, the few-microsecond transitions of a loaded node (a
+//! rank preempted once inside a 5 us transition) outweighed a rank computing ten times as
+//! long in the one transition that holds the job's time.
+//!
 //! Nearest neighbours miss a fault that makes several ranks abnormal alike (they are each
 //! other's neighbours when both are sampled); AutomaDeD's clustering does not, and is not
 //! here yet.
@@ -30,12 +35,38 @@ fn times(a: Option<Normal>, b: Option<Normal>) -> f64 {
     }
 }
 
-fn edge_difference(a: Option<&Edge>, b: Option<&Edge>) -> f64 {
+/// A rank's time in all its transitions (in calls and between them), in seconds.
+fn total_time(m: &RankModel) -> f64 {
+    m.edges
+        .values()
+        .map(|e| {
+            let mean = |n: Option<Normal>| n.map_or(0.0, |n| n.mean.max(0.0));
+            e.count as f64 * (mean(e.times.within) + mean(e.times.between))
+        })
+        .sum()
+}
+
+/// A part of an edge's share of its rank's time.
+fn share(e: &Edge, part: Option<Normal>, total: f64) -> f64 {
+    match part {
+        Some(n) if total > 0.0 => e.count as f64 * n.mean.max(0.0) / total,
+        _ => 0.0,
+    }
+}
+
+/// How much one transition differs between two ranks (each with its [`total_time`]): its
+/// probability's difference, and each of its time distributions' distance weighed by the
+/// share of the two ranks' time it holds. The weight is what keeps a fault visible: a
+/// preempted microsecond transition on a loaded node differs as much, by distribution, as a
+/// rank that computes ten times as long, but holds none of the time.
+fn edge_difference(a: Option<(&Edge, f64)>, b: Option<(&Edge, f64)>) -> f64 {
     match (a, b) {
-        (Some(a), Some(b)) => {
+        (Some((a, ta)), Some((b, tb))) => {
+            let within = (share(a, a.times.within, ta) + share(b, b.times.within, tb)) / 2.0;
+            let between = (share(a, a.times.between, ta) + share(b, b.times.between, tb)) / 2.0;
             (a.probability - b.probability).abs()
-                + times(a.times.within, b.times.within)
-                + times(a.times.between, b.times.between)
+                + within * times(a.times.within, b.times.within)
+                + between * times(a.times.between, b.times.between)
         }
         (None, None) => 0.0,
         _ => MISSING,
@@ -45,21 +76,34 @@ fn edge_difference(a: Option<&Edge>, b: Option<&Edge>) -> f64 {
 /// Each transition of either model with how much it differs between them, the largest
 /// first (ties in the models' order).
 pub fn contributions(a: &RankModel, b: &RankModel) -> Vec<(EdgeKey, f64)> {
+    let (ta, tb) = (total_time(a), total_time(b));
     let mut all: Vec<(EdgeKey, f64)> = a
         .edges
         .keys()
         .chain(b.edges.keys().filter(|k| !a.edges.contains_key(*k)))
-        .map(|k| (k.clone(), edge_difference(a.edges.get(k), b.edges.get(k))))
+        .map(|k| {
+            let difference = edge_difference(
+                a.edges.get(k).map(|e| (e, ta)),
+                b.edges.get(k).map(|e| (e, tb)),
+            );
+            (k.clone(), difference)
+        })
         .collect();
     all.sort_by(|x, y| y.1.total_cmp(&x.1));
     all
 }
 
-/// How far apart two ranks' models are: the sum of their transitions' differences.
+/// How far apart two ranks' models are: the sum of their transitions' differences, each
+/// time weighed by its share of the ranks' time (so the times add up to at most 1), each
+/// transition only one of them makes [`MISSING`].
 pub fn dissimilarity(a: &RankModel, b: &RankModel) -> f64 {
+    dissimilarity_of(a, total_time(a), b, total_time(b))
+}
+
+fn dissimilarity_of(a: &RankModel, ta: f64, b: &RankModel, tb: f64) -> f64 {
     a.edges
         .iter()
-        .map(|(k, e)| edge_difference(Some(e), b.edges.get(k)))
+        .map(|(k, e)| edge_difference(Some((e, ta)), b.edges.get(k).map(|e| (e, tb))))
         .sum::<f64>()
         + b.edges.keys().filter(|k| !a.edges.contains_key(*k)).count() as f64 * MISSING
 }
@@ -89,23 +133,40 @@ fn sample(n: usize) -> Vec<usize> {
 /// first; a rank whose model another sampled rank shares exactly is never abnormal. Empty
 /// for fewer than two models.
 pub fn abnormal_ranks(models: &[RankModel], top: usize) -> Vec<Abnormal> {
+    outliers(models, top).abnormal
+}
+
+/// The abnormal ranks and, to judge them by, how far a typical rank is from its nearest
+/// neighbour.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outliers {
+    /// The most abnormal ranks, farthest first ([`abnormal_ranks`]).
+    pub abnormal: Vec<Abnormal>,
+    /// The median of every rank's distance to its nearest sampled neighbour.
+    pub median_distance: f64,
+}
+
+/// [`abnormal_ranks`], with the median distance.
+pub fn outliers(models: &[RankModel], top: usize) -> Outliers {
     if models.len() < 2 {
-        return Vec::new();
+        return Outliers::default();
     }
     let sampled = sample(models.len());
+    let totals: Vec<f64> = models.iter().map(total_time).collect();
     let mut found: Vec<(usize, usize, f64)> = Vec::with_capacity(models.len());
     for (i, m) in models.iter().enumerate() {
         let nearest = sampled
             .iter()
             .filter(|&&s| s != i)
-            .map(|&s| (s, dissimilarity(m, &models[s])))
+            .map(|&s| (s, dissimilarity_of(m, totals[i], &models[s], totals[s])))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((s, d)) = nearest {
             found.push((i, s, d));
         }
     }
     found.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
-    found
+    let median_distance = found[found.len() / 2].2;
+    let abnormal = found
         .into_iter()
         .filter(|&(_, _, d)| d > 1e-9)
         .take(top)
@@ -119,7 +180,11 @@ pub fn abnormal_ranks(models: &[RankModel], top: usize) -> Vec<Abnormal> {
                 .take(EDGES_NAMED)
                 .collect(),
         })
-        .collect()
+        .collect();
+    Outliers {
+        abnormal,
+        median_distance,
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +236,7 @@ mod tests {
         assert_eq!(found[0].edges[0].0, key("Waitall", "Irecv"), "{found:#?}");
         // Everyone else has an identical neighbour.
         assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(outliers(&models, 5).median_distance, 0.0);
     }
 
     #[test]

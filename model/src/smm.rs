@@ -10,7 +10,7 @@ use strata_result::pmpi::{PmpiHistory, PmpiSite, PmpiTimes};
 /// A call site by what it is in the source, the same in every rank whatever its load
 /// address: `MPI_Barrier in main (solver.c:41)`. Without symbols, by its call and address
 /// (the same only in ranks loaded at the same address).
-fn state_name(site: &PmpiSite) -> String {
+pub(crate) fn state_name(site: &PmpiSite) -> String {
     match (&site.function, &site.file, site.line) {
         (Some(f), Some(file), Some(line)) => {
             let base = file.rsplit('/').next().unwrap_or(file);

@@ -55,12 +55,15 @@ pub fn decide(observations: &Observations, graph: Option<&WaitFor>) -> Decision 
     decide_with(observations, graph, &mut || None)
 }
 
-/// The ranks behind every other by code order and loop counters (the progress order's
-/// least progressed class), and its label.
+/// The ranks behind every other: by code order and loop counters (the progress order's
+/// least progressed class), or by their MPI histories (the runtime model's progress
+/// dependence); with its label and what says so.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behind {
     pub ranks: RankSet,
     pub label: String,
+    /// `by code order and loop counters`.
+    pub by: String,
 }
 
 /// [`decide`], with the progress order to fall back on where the graph does not decide:
@@ -327,8 +330,8 @@ fn least_progressed(
     }
     let refs: Vec<&Ranked> = named.iter().collect();
     let summary = format!(
-        "not decided by the wait-for graph; by code order and loop counters, {} {} behind \
-         every other rank ({})",
+        "not decided by the wait-for graph; {}, {} {} behind every other rank ({})",
+        behind.by,
         ranks_phrase(&refs),
         if behind.ranks.count() == 1 {
             "is"
@@ -464,6 +467,7 @@ mod tests {
             Some(Behind {
                 ranks: std::iter::once(0).collect(),
                 label: "T1.1".into(),
+                by: "by code order and loop counters".into(),
             })
         });
         assert_eq!(

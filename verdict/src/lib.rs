@@ -48,6 +48,7 @@ use arguments::Arguments;
 use graph::WaitFor;
 use observe::{Observations, StateFile};
 use strata_filters::{PrefixTree, RankSet};
+use strata_model::RuntimeModel;
 use strata_progress::order::ProgressOrder;
 use strata_progress::source::SourceIndex;
 use strata_result::StrataResult;
@@ -66,13 +67,16 @@ pub struct Verdict {
     pub wait_for_dot: Option<String>,
     /// Which ranks the PMPI library's exact records covered, when some rank had it.
     pub library: Option<from_library::Coverage>,
+    /// The runtime model of the ranks' MPI histories, when two ranks or more had one.
+    pub runtime: Option<RuntimeModel>,
 }
 
 impl Verdict {
     /// The verdict on `result`, the calls' arguments read from the sources `sources` finds
     /// and the variables read into the result. Where the wait-for graph decides nothing,
-    /// the progress order's least progressed ranks answer (a guess): `progress` when the
-    /// caller has it, else computed then.
+    /// the least progressed ranks answer (a guess): by the ranks' MPI histories when the
+    /// runtime model has one class behind every other, else by the progress order
+    /// (`progress` when the caller has it, else computed then).
     pub fn of(
         result: &StrataResult,
         sources: &mut SourceIndex,
@@ -84,13 +88,32 @@ impl Verdict {
             &observations,
             from_source::arguments(result, &observations, sources),
         );
-        let mut behind = || match progress {
-            Some(order) => behind(order),
-            None => behind(&strata_progress::order::analyze(result, sources)),
+        let runtime = RuntimeModel::of(result);
+        let by_history = runtime.as_ref().and_then(RuntimeModel::behind_all);
+        let mut behind = || {
+            if let Some((ranks, label)) = &by_history {
+                return Some(decide::Behind {
+                    ranks: ranks.clone(),
+                    label: label.clone(),
+                    by: "by their MPI histories (the runtime model's progress dependence)".into(),
+                });
+            }
+            match progress {
+                Some(order) => behind(order),
+                None => behind(&strata_progress::order::analyze(result, sources)),
+            }
         };
+        let mut verdict = Verdict::decided(observations, arguments, &mut behind);
+        if let Some((ranks, label)) = &by_history {
+            verdict
+                .decision
+                .evidence
+                .push(agreement(&verdict.decision, ranks, label));
+        }
         Verdict {
             library,
-            ..Verdict::decided(observations, arguments, &mut behind)
+            runtime,
+            ..verdict
         }
     }
 
@@ -99,6 +122,9 @@ impl Verdict {
         let mut text = text::text(&self.observations, &self.decision, max_list);
         if let Some(coverage) = &self.library {
             text.push_str(&coverage.line(max_list));
+        }
+        if let Some(runtime) = &self.runtime {
+            text.push_str(&runtime.text(max_list));
         }
         text
     }
@@ -137,6 +163,7 @@ impl Verdict {
             decision,
             wait_for_dot,
             library: None,
+            runtime: None,
         }
     }
 
@@ -168,7 +195,24 @@ fn behind(order: &ProgressOrder) -> Option<decide::Behind> {
     Some(decide::Behind {
         ranks: class.tasks.clone(),
         label: class.label.to_string(),
+        by: "by code order and loop counters".into(),
     })
+}
+
+/// What the MPI histories' least progressed ranks say of `decision`: that they agree with
+/// it, or where they point instead (shown, not hidden: the answer stays the verdict's).
+fn agreement(decision: &decide::Decision, ranks: &RankSet, label: &str) -> String {
+    let named: RankSet = decision
+        .culprits
+        .iter()
+        .map(|c| &c.set)
+        .fold(RankSet::new(), |a, b| &a | b);
+    let set = strata_filters::taskset::format_set(ranks);
+    if !named.is_empty() && ranks.is_subset(&named) {
+        format!("their MPI histories agree: [{set}] made the least progress ({label})")
+    } else {
+        format!("their MPI histories put [{set}] least progressed ({label})")
+    }
 }
 
 impl Annotation for Verdict {
@@ -188,7 +232,11 @@ impl Annotation for Verdict {
     }
 
     fn result_fields(&self) -> Vec<(&'static str, serde_json::Value)> {
-        vec![("verdict", self.to_json())]
+        let mut fields = vec![("verdict", self.to_json())];
+        if let Some(runtime) = &self.runtime {
+            fields.push(("runtime_model", runtime.to_json()));
+        }
+        fields
     }
 }
 

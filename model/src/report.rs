@@ -1,0 +1,391 @@
+//! The runtime model's answer on a result: the ranks' models from their MPI histories
+//! (`ranks[].pmpi.history`), the abnormal ranks with the transitions that make them so, and
+//! the progress dependence with the least progressed ranks. The verdict shows it under its
+//! own answer and falls back on its least progressed ranks; `result.json` carries it as
+//! `runtime_model` (`docs/FORMATS.md`).
+
+use crate::dependence::Dependence;
+use crate::normal;
+use crate::outliers::{self, Outliers};
+use crate::smm::{Edge, EdgeKey, RankModel};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::HashMap;
+use strata_filters::taskset::{format_set, format_set_shortened};
+use strata_filters::{RankSet, TaskSet};
+use strata_result::StrataResult;
+use strata_result::pmpi::PmpiHistory;
+
+/// Abnormal ranks named, at most (AutomaDeD's "top 5").
+pub const TOP: usize = 5;
+
+/// A rank stands out when its distance to its nearest neighbour is at least this many times
+/// the median rank's, and at least [`MIN_DISTANCE`]: timing noise alone keeps every rank a
+/// little apart from every other.
+pub const STANDS_OUT: f64 = 3.0;
+pub const MIN_DISTANCE: f64 = 0.5;
+
+/// One transition of an abnormal rank that differs from its neighbour's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DifferentTransition {
+    /// `None`: the rank's start.
+    pub from: Option<String>,
+    pub to: String,
+    /// Its share of the distance.
+    pub difference: f64,
+    /// How it differs: `computation between: 20.1 ms vs 2.0 ms`.
+    pub what: String,
+}
+
+/// A rank far from its nearest neighbour.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbnormalRank {
+    pub rank: u32,
+    pub distance: f64,
+    pub nearest: u32,
+    /// Whether it stands out from the median rank ([`STANDS_OUT`]).
+    pub stands_out: bool,
+    pub transitions: Vec<DifferentTransition>,
+}
+
+/// The runtime model of one result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeModel {
+    /// Ranks with an MPI history.
+    pub ranks: RankSet,
+    /// Sampled ranks without one (no library, not read, no call yet).
+    pub without: RankSet,
+    pub abnormal: Vec<AbnormalRank>,
+    pub median_distance: f64,
+    /// The progress dependence, or why there is none.
+    pub dependence: Result<Dependence, String>,
+}
+
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
+}
+
+/// How a rank's transition differs from its neighbour's, by its largest part.
+fn what(key: &EdgeKey, mine: Option<&Edge>, theirs: Option<&Edge>, nearest: u32) -> String {
+    let (a, b) = match (mine, theirs) {
+        (None, Some(e)) => return format!("never made; rank {nearest} made it {} times", e.count),
+        (Some(e), None) => return format!("made {} times; rank {nearest} never", e.count),
+        (Some(a), Some(b)) => (a, b),
+        (None, None) => return "the same".to_string(),
+    };
+    let gap = |x: Option<normal::Normal>, y: Option<normal::Normal>| match (x, y) {
+        (Some(x), Some(y)) => normal::distance(x, y),
+        _ => 0.0,
+    };
+    let probability = (a.probability - b.probability).abs();
+    let within = gap(a.times.within, b.times.within);
+    let between = gap(a.times.between, b.times.between);
+    let call = key
+        .from
+        .as_deref()
+        .and_then(|f| f.split(' ').next())
+        .unwrap_or("the first call");
+    // Every large part: a slow rank computes longer *and* waits less.
+    let mut parts: Vec<(f64, String)> = Vec::new();
+    if let (Some(x), Some(y)) = (a.times.between, b.times.between) {
+        let text = format!(
+            "computation between: {} vs {}",
+            seconds(x.mean),
+            seconds(y.mean)
+        );
+        parts.push((between, text));
+    }
+    if let (Some(x), Some(y)) = (a.times.within, b.times.within) {
+        let text = format!("time in {call}: {} vs {}", seconds(x.mean), seconds(y.mean));
+        parts.push((within, text));
+    }
+    parts.push((
+        probability,
+        format!(
+            "taken {:.0}% vs {:.0}% of the times out of {call}",
+            a.probability * 100.0,
+            b.probability * 100.0
+        ),
+    ));
+    // The largest and those near it, in that order: computation, call, choice.
+    let largest = parts.iter().map(|p| p.0).fold(0.0, f64::max);
+    parts
+        .into_iter()
+        .filter(|(d, _)| *d == largest || *d >= PART.max(largest / 2.0))
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A part of a transition's difference named beside the largest when at least this large.
+const PART: f64 = 0.25;
+
+impl RuntimeModel {
+    /// The model of `result`'s ranks that have an MPI history; `None` when fewer than two
+    /// have one (nothing to compare).
+    pub fn of(result: &StrataResult) -> Option<RuntimeModel> {
+        let mut with: Vec<(u32, &PmpiHistory)> = Vec::new();
+        let mut without = RankSet::new();
+        for r in &result.meta.ranks {
+            match r.pmpi.as_ref().and_then(|p| p.history.as_ref()) {
+                Some(h) => with.push((r.rank, h)),
+                None if r.error.is_none() => {
+                    without.insert(r.rank);
+                }
+                None => {}
+            }
+        }
+        RuntimeModel::of_histories(&with, without)
+    }
+
+    /// The model of `ranks` (rank, history); `without` lists the sampled ranks that had
+    /// none.
+    pub fn of_histories(ranks: &[(u32, &PmpiHistory)], without: RankSet) -> Option<RuntimeModel> {
+        if ranks.len() < 2 {
+            return None;
+        }
+        let models: Vec<RankModel> = ranks
+            .iter()
+            .map(|&(rank, h)| RankModel::from_history(rank, h))
+            .collect();
+        let by_rank: HashMap<u32, &RankModel> = models.iter().map(|m| (m.rank, m)).collect();
+        let Outliers {
+            abnormal,
+            median_distance,
+        } = outliers::outliers(&models, TOP);
+        let abnormal = abnormal
+            .into_iter()
+            .map(|a| {
+                let (mine, theirs) = (by_rank[&a.rank], by_rank[&a.nearest]);
+                AbnormalRank {
+                    rank: a.rank,
+                    distance: a.distance,
+                    nearest: a.nearest,
+                    stands_out: a.distance >= MIN_DISTANCE
+                        && a.distance >= STANDS_OUT * median_distance,
+                    transitions: a
+                        .edges
+                        .iter()
+                        .map(|(key, difference)| DifferentTransition {
+                            from: key.from.clone(),
+                            to: key.to.clone(),
+                            difference: *difference,
+                            what: what(key, mine.edges.get(key), theirs.edges.get(key), a.nearest),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(RuntimeModel {
+            ranks: ranks.iter().map(|&(r, _)| r).collect(),
+            without,
+            abnormal,
+            median_distance,
+            dependence: Dependence::of(ranks),
+        })
+    }
+
+    /// The least progressed ranks when one class of them is behind every other class.
+    pub fn behind_all(&self) -> Option<(RankSet, String)> {
+        let d = self.dependence.as_ref().ok()?;
+        let lp = d.behind_all()?;
+        let class = &d.classes[lp];
+        let ahead = d
+            .waits_for
+            .iter()
+            .find(|&&(_, b)| b == lp)
+            .map(|&(a, _)| a)?;
+        Some((
+            class.ranks.clone(),
+            format!("{}, {}", class.position.describe(), d.why_behind(lp, ahead)),
+        ))
+    }
+
+    /// The lines shown under the verdict, rank lists shortened to `max_list` characters.
+    pub fn text(&self, max_list: usize) -> String {
+        let short = |s: &RankSet| format_set_shortened(s, max_list);
+        let mut out = format!(
+            "  MPI histories (runtime model of {} ranks):\n",
+            self.ranks.count()
+        );
+        match &self.dependence {
+            Err(why) => out.push_str(&format!("    progress: not decided, because {why}\n")),
+            Ok(d) if d.classes.len() == 1 => out.push_str(&format!(
+                "    progress: every rank at one place ({})\n",
+                d.classes[0].position.describe()
+            )),
+            Ok(d) if d.least_progressed.is_empty() => out.push_str(
+                "    progress: not decided, because the ranks' places do not compare (they are \
+                 on branches of the code neither reaches)\n",
+            ),
+            Ok(d) => {
+                for &lp in d.least_progressed.iter().take(4) {
+                    let class = &d.classes[lp];
+                    let aheads: Vec<usize> = d
+                        .waits_for
+                        .iter()
+                        .filter(|&&(_, b)| b == lp)
+                        .map(|&(a, _)| a)
+                        .collect();
+                    let mut ahead = RankSet::new();
+                    for &a in &aheads {
+                        ahead.union_with(&d.classes[a].ranks);
+                    }
+                    out.push_str(&format!(
+                        "    least progressed: [{}] {}: {}, for [{}]\n",
+                        short(&class.ranks),
+                        class.position.describe(),
+                        d.why_behind(lp, aheads[0]),
+                        short(&ahead)
+                    ));
+                }
+            }
+        }
+        if let Ok(d) = &self.dependence {
+            for (rank, why) in d.unplaced.iter().take(4) {
+                out.push_str(&format!("    not placed: rank {rank}: {why}\n"));
+            }
+        }
+        match self
+            .abnormal
+            .iter()
+            .filter(|a| a.stands_out)
+            .collect::<Vec<_>>()
+        {
+            standing if standing.is_empty() => out.push_str(&match self.abnormal.first() {
+                Some(a) => format!(
+                    "    abnormal: no rank stands out (largest distance {:.2}, rank {}; median \
+                     {:.2})\n",
+                    a.distance, a.rank, self.median_distance
+                ),
+                None => "    abnormal: none (every rank's model has an identical twin)\n".into(),
+            }),
+            standing => {
+                for a in standing {
+                    let first = a.transitions.first();
+                    out.push_str(&format!(
+                        "    abnormal: rank {} (distance {:.2} from rank {}, median {:.2}){}\n",
+                        a.rank,
+                        a.distance,
+                        a.nearest,
+                        self.median_distance,
+                        first
+                            .map(|t| format!(
+                                ": {} -> {}: {}",
+                                t.from.as_deref().unwrap_or("the start"),
+                                t.to,
+                                t.what
+                            ))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        if !self.without.is_empty() {
+            out.push_str(&format!(
+                "    without a history: [{}]\n",
+                short(&self.without)
+            ));
+        }
+        out
+    }
+
+    /// The `runtime_model` object of `result.json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let progress = match &self.dependence {
+            Err(why) => json!({ "not_decided": why }),
+            Ok(d) => json!({
+                "loops": d.loops.iter().map(|l| json!({
+                    "header": l.header,
+                    "back_edges": l.back_edges.iter().map(|(f, t)| json!({"from": f, "to": t}))
+                        .collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "classes": d.classes.iter().map(|c| json!({
+                    "ranks": format_set(&c.ranks),
+                    "position": c.position.describe(),
+                    "in_call": c.position.in_call,
+                    "iterations": c.iterations.iter().map(|&(l, n)| json!({
+                        "loop": l, "completed": n,
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "waits_for": d.waits_for.iter().map(|&(a, b)| json!({"class": a, "on": b}))
+                    .collect::<Vec<_>>(),
+                "least_progressed": d.least_progressed.iter().map(|&i| format_set(&d.classes[i].ranks))
+                    .collect::<Vec<_>>(),
+                "unplaced": d.unplaced.iter().map(|(r, why)| json!({"rank": r, "why": why}))
+                    .collect::<Vec<_>>(),
+            }),
+        };
+        json!({
+            "ranks": format_set(&self.ranks),
+            "without_history": format_set(&self.without),
+            "abnormal": self.abnormal,
+            "median_distance": self.median_distance,
+            "progress": progress,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normal::Normal;
+    use crate::smm::Times;
+
+    fn edge(between_s: f64) -> Edge {
+        Edge {
+            count: 10,
+            probability: 1.0,
+            times: Times {
+                within: Some(Normal {
+                    mean: 1e-4,
+                    sd: 1e-5,
+                }),
+                between: Some(Normal {
+                    mean: between_s,
+                    sd: between_s / 20.0,
+                }),
+            },
+        }
+    }
+
+    #[test]
+    fn a_difference_reads_by_its_largest_part() {
+        let key = EdgeKey {
+            from: Some("MPI_Waitall in main (halo.c:41)".into()),
+            to: "MPI_Irecv in main (halo.c:30)".into(),
+        };
+        let (slow, mut fast) = (edge(0.020), edge(0.002));
+        assert_eq!(
+            what(&key, Some(&slow), Some(&fast), 3),
+            "computation between: 20.0 ms vs 2.0 ms"
+        );
+        // The others wait for the slow one: both parts are named.
+        fast.times.within = Some(Normal {
+            mean: 0.018,
+            sd: 1e-3,
+        });
+        assert_eq!(
+            what(&key, Some(&slow), Some(&fast), 3),
+            "computation between: 20.0 ms vs 2.0 ms; time in MPI_Waitall: 100.0 us vs 18.0 ms"
+        );
+        assert_eq!(
+            what(&key, None, Some(&fast), 3),
+            "never made; rank 3 made it 10 times"
+        );
+        let mut rare = edge(0.002);
+        rare.probability = 0.25;
+        assert_eq!(
+            what(&key, Some(&rare), Some(&edge(0.002)), 3),
+            "taken 25% vs 100% of the times out of MPI_Waitall"
+        );
+        assert_eq!(seconds(2.5), "2.50 s");
+        assert_eq!(seconds(2.5e-6), "2.5 us");
+    }
+}
