@@ -8,6 +8,8 @@
 
 #[path = "support/mpi.rs"]
 mod mpi;
+#[path = "support/pmpi.rs"]
+mod pmpi_library;
 #[path = "support/stacks.rs"]
 mod stacks;
 mod support;
@@ -15,25 +17,13 @@ mod support;
 mod target;
 
 use mpi::MpiJob;
+use pmpi_library::{attach_json, library};
 use serde_json::Value;
 use stacks::{MATRIX_CALLS, Stack};
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
 use std::process::Command;
 use strata_pmpi_layout::{self as pmpi, CommWord, PeerWord, PmpiState};
 use support::{parts, strata};
-
-/// The library, built beside the `strata` binary by `cargo build --workspace`.
-fn library() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_strata"));
-    let lib = bin.parent().unwrap().join("libstrata_pmpi.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: run `cargo build -p strata-pmpi` (tests/run-all.sh builds it)",
-        lib.display()
-    );
-    lib
-}
 
 /// Where the state lies in `pid`: the library's load address (its first mapping, at file
 /// offset 0) plus the symbol's value in its dynamic symbol table.
@@ -59,23 +49,6 @@ fn state_address(pid: i32) -> u64 {
         .map(|v| u64::from_str_radix(v, 16).unwrap())
         .unwrap_or_else(|| panic!("{} does not export {}", lib.display(), pmpi::SYMBOL));
     base + value
-}
-
-/// `strata attach --json` on `job` with `samples` samples: the result.
-fn attach_json(job: &MpiJob, samples: u32, stack: Stack) -> Value {
-    let launcher = job.mpirun.id().to_string();
-    let samples = samples.to_string();
-    let (code, text, err) = parts(&strata(&[
-        "attach",
-        "--launcher-pid",
-        &launcher,
-        "-n",
-        &samples,
-        "--json",
-        "--no-files",
-    ]));
-    assert_eq!(code, 0, "{stack:?}: {err}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{stack:?}: {e}: {text}"))
 }
 
 /// The rank's state, read from its memory while it runs: a copy is whole when the sequence
@@ -812,147 +785,5 @@ fn watch_verifies_at_once_when_no_rank_made_an_mpi_transition_for_long() {
     assert!(report.join("result.json").exists(), "{err}");
     for &pid in &job.ranks {
         target::assert_free(pid);
-    }
-}
-
-/// `model_halo.c` on 4 ranks of `stack` with the library, `fault` injected in rank `rank`.
-fn halo_job(stack: Stack, fault: &str, rank: u32) -> MpiJob {
-    let exe = stack.build("c", "model_halo.c", &format!("model_halo_{}", stack.name()));
-    let rank = rank.to_string();
-    MpiJob::launch_with_args(
-        stack.launcher_with_library(&library()),
-        &exe,
-        4,
-        &[fault, &rank, "40"],
-    )
-}
-
-/// A rank that stops computing in a halo exchange leaves its neighbours waiting one
-/// iteration ahead of it and the rank beyond them two: the runtime model's progress
-/// dependence puts it behind every other rank, from the iteration counts of the loop it
-/// finds in the ranks' MPI histories, and the verdict (which proves it stuck from its
-/// stacks) says the histories agree.
-#[test]
-fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
-    for stack in [Stack::OpenMpi4, Stack::Mpich4] {
-        let job = halo_job(stack, "hang", 2);
-        let result = attach_json(&job, 3, stack);
-        let model = &result["runtime_model"];
-        let context = format!("{stack:?}: {model:#}");
-        assert_eq!(model["ranks"], "0-3", "{context}");
-        let progress = &model["progress"];
-        assert_eq!(
-            progress["least_progressed"],
-            serde_json::json!(["2"]),
-            "{context}"
-        );
-        let classes = progress["classes"].as_array().unwrap();
-        let class = |ranks: &str| {
-            classes
-                .iter()
-                .find(|c| c["ranks"] == ranks)
-                .unwrap_or_else(|| panic!("no class {ranks}: {context}"))
-        };
-        let at = |ranks: &str| class(ranks)["position"].as_str().unwrap().to_string();
-        assert!(
-            at("2").starts_with("after MPI_Waitall in main (model_halo.c:"),
-            "{context}"
-        );
-        assert!(at("1,3").starts_with("in MPI_Waitall in main"), "{context}");
-        assert!(at("0").starts_with("in MPI_Waitall in main"), "{context}");
-        // One loop, headed by the first receive; rank 2 completed 40 iterations' back edges
-        // (its 41 iterations), its neighbours one more, rank 0 two more.
-        let loops = progress["loops"].as_array().unwrap();
-        assert_eq!(loops.len(), 1, "{context}");
-        assert!(
-            loops[0]["header"]
-                .as_str()
-                .unwrap()
-                .starts_with("MPI_Irecv in main"),
-            "{context}"
-        );
-        let completed = |ranks: &str| class(ranks)["iterations"][0]["completed"].as_u64();
-        assert_eq!(
-            (completed("2"), completed("1,3"), completed("0")),
-            (Some(40), Some(41), Some(42)),
-            "{context}"
-        );
-        let verdict = &result["verdict"];
-        assert_eq!(
-            verdict["kind"], "stuck_outside_mpi",
-            "{stack:?}: {verdict:#}"
-        );
-        assert!(
-            verdict["evidence"].as_array().unwrap().iter().any(|e| e
-                .as_str()
-                .unwrap()
-                .starts_with("their MPI histories agree: [2]")),
-            "{stack:?}: {verdict:#}"
-        );
-        // The text report shows it under the verdict.
-        let launcher = job.mpirun.id().to_string();
-        let (code, text, err) = parts(&strata(&[
-            "attach",
-            "--launcher-pid",
-            &launcher,
-            "-n",
-            "3",
-            "--no-files",
-        ]));
-        assert_eq!(code, 0, "{stack:?}: {err}");
-        let line = text
-            .lines()
-            .find(|l| l.trim_start().starts_with("least progressed:"))
-            .unwrap_or_else(|| panic!("{stack:?}: no least progressed line: {text}"));
-        assert!(
-            line.contains("[2] after MPI_Waitall in main (model_halo.c:")
-                && line.contains("iteration 41 of the loop at MPI_Irecv")
-                && line.ends_with("vs 42, for [1,3]"),
-            "{stack:?}: {line}"
-        );
-        for &pid in &job.ranks {
-            target::assert_free(pid);
-        }
-    }
-}
-
-/// A rank that computes ten times as long as the others in every iteration slows the job
-/// without hanging it: the runtime model names the slow rank as the one abnormal rank, at
-/// the transition that holds its computation.
-#[test]
-fn the_runtime_model_names_a_slow_rank_abnormal_at_its_computation() {
-    for stack in [Stack::OpenMpi4, Stack::Mpich4] {
-        let job = halo_job(stack, "slow", 1);
-        // Let the slow iterations outnumber the 40 fast ones in rank 1's history.
-        std::thread::sleep(std::time::Duration::from_secs(2));
-        let result = attach_json(&job, 3, stack);
-        let model = &result["runtime_model"];
-        let context = format!("{stack:?}: {model:#}");
-        let abnormal = model["abnormal"].as_array().unwrap();
-        let standing: Vec<&Value> = abnormal
-            .iter()
-            .filter(|a| a["stands_out"] == true)
-            .collect();
-        assert_eq!(standing.len(), 1, "{context}");
-        assert_eq!(standing[0]["rank"], 1, "{context}");
-        let first = &standing[0]["transitions"][0];
-        assert!(
-            first["from"]
-                .as_str()
-                .unwrap()
-                .starts_with("MPI_Waitall in main")
-                && first["to"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("MPI_Irecv in main")
-                && first["what"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("computation between: "),
-            "{context}"
-        );
-        for &pid in &job.ranks {
-            target::assert_free(pid);
-        }
     }
 }

@@ -852,6 +852,7 @@ fn pmpi_note(read: &Result<crate::pmpi::PmpiRead, String>) -> strata_proto::over
         requests_active: s.requests.map_or(0, |r| r.active),
         thread_multiple: s.thread_multiple,
         found_nothing: s.found_nothing,
+        progress_while_sampled: read.progress_while_sampled,
         communicators: read
             .communicators
             .iter()

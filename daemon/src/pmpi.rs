@@ -31,6 +31,9 @@ pub struct PmpiRead {
     /// The rank's history; `None` before its first call, an error when it could not be
     /// read (the state was read all the same).
     pub history: Option<Result<History, String>>,
+    /// Calls that made progress ([`PmpiState::progress`]) between the first sample and
+    /// this read; `None` when the first sample could not read the state.
+    pub progress_while_sampled: Option<u64>,
 }
 
 /// At most this many of the ring's last events are kept from a read.
@@ -104,17 +107,44 @@ pub fn read(space: &AddressSpace, memory: &dyn MemoryReader) -> Option<Result<Pm
     Some(read_from(m, memory))
 }
 
-fn read_from(
-    m: &crate::images::MappedImage,
-    memory: &dyn MemoryReader,
-) -> Result<PmpiRead, String> {
+/// The calls the rank has completed that made progress (not polls that found nothing), by
+/// the library's state alone: how the sampler tells, from two readings, that a rank moved
+/// while its stack looked the same. `None` without the library or when it cannot be read.
+pub fn progress(space: &AddressSpace, memory: &dyn MemoryReader) -> Option<u64> {
+    let m = space
+        .mappings
+        .iter()
+        .find(|m| m.short_name().starts_with(LIBRARY_PREFIX))?;
+    let address = state_address(m).ok()?;
+    let mut bytes = [0u8; pmpi::BYTES];
+    for attempt in 0..TRIES {
+        memory.read(address, &mut bytes).ok()?;
+        match pmpi::decode(&bytes) {
+            Ok(state) => return Some(state.progress()),
+            Err(LayoutError::Torn) if attempt < 8 => std::thread::yield_now(),
+            Err(LayoutError::Torn) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Where the library's state is in the rank.
+fn state_address(m: &crate::images::MappedImage) -> Result<u64, String> {
     let image = m
         .image()
         .ok_or_else(|| format!("{}: {}", m.path, m.image.as_ref().err().unwrap()))?;
     let svma = image
         .data_symbol_address(pmpi::SYMBOL)
         .ok_or_else(|| format!("{} exports no {}", m.path, pmpi::SYMBOL))?;
-    let address = svma.wrapping_add(m.bias);
+    Ok(svma.wrapping_add(m.bias))
+}
+
+fn read_from(
+    m: &crate::images::MappedImage,
+    memory: &dyn MemoryReader,
+) -> Result<PmpiRead, String> {
+    let address = state_address(m)?;
     for attempt in 0..TRIES {
         match read_once(address, memory)? {
             Some((mut read, words)) => {
@@ -194,6 +224,7 @@ fn read_once(
             requests,
             communicators,
             history: None,
+            progress_while_sampled: None,
         },
         words,
     )))

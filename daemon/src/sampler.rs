@@ -214,6 +214,9 @@ impl Sampler {
         let mut rng = Jitter::seeded();
         let mut taken = 0;
         let mut next = Instant::now();
+        // Each task's MPI progress at the first sample (PMPI library): a rank whose stack
+        // looks the same in every sample may still have made calls between them.
+        let mut first_progress: Vec<Option<u64>> = Vec::new();
 
         for sample in 0..options.samples.max(1) {
             if sample > 0 {
@@ -275,15 +278,31 @@ impl Sampler {
                 }
                 latest[i] = paths;
             }
+            if sample == 0 {
+                first_progress = pids
+                    .iter()
+                    .map(|pid| {
+                        let (_, space) = self.spaces.get(pid)?;
+                        crate::pmpi::progress(space, &ProcessMemory::new(*pid))
+                    })
+                    .collect();
+            }
             taken += 1;
             progress(taken);
         }
 
         // The PMPI library's record of each task's call, read without stopping it, as near
         // the last sample as can be.
-        for (report, &pid) in reports.iter_mut().zip(&pids) {
+        for (i, (report, &pid)) in reports.iter_mut().zip(&pids).enumerate() {
             if let Some((_, space)) = self.spaces.get(&pid) {
                 report.pmpi = crate::pmpi::read(space, &ProcessMemory::new(pid));
+                if let Some(Ok(read)) = &mut report.pmpi
+                    && taken > 1
+                    && let Some(Some(first)) = first_progress.get(i)
+                {
+                    read.progress_while_sampled =
+                        Some(read.state.progress().saturating_sub(*first));
+                }
                 if let Some(Ok(read)) = &mut report.pmpi
                     && let Some(Ok(history)) = &mut read.history
                 {

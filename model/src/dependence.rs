@@ -435,7 +435,11 @@ impl Dependence {
                 );
             }
         }
-        format!("earlier in the same iteration ({})", b.position.describe())
+        format!(
+            "in the same iteration, {} vs {}",
+            b.position.describe(),
+            a.position.describe()
+        )
     }
 }
 
@@ -530,9 +534,10 @@ mod tests {
         let d = Dependence::of(&ranks).unwrap();
         let lp = d.behind_all().unwrap();
         assert_eq!(d.classes[lp].ranks.iter().collect::<Vec<_>>(), [0]);
-        assert!(
-            d.why_behind(lp, 1 - lp)
-                .starts_with("earlier in the same iteration")
+        assert_eq!(
+            d.why_behind(lp, 1 - lp),
+            "in the same iteration, in MPI_Waitall in main (halo.c:32) vs after MPI_Waitall in \
+             main (halo.c:32)"
         );
     }
 

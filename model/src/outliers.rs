@@ -28,15 +28,17 @@ pub const SAMPLE: usize = 64;
 /// Transitions named for each abnormal rank, at most.
 const EDGES_NAMED: usize = 5;
 
-fn times(a: Option<Normal>, b: Option<Normal>) -> f64 {
+/// How far apart two ranks' times of one part of a transition are, by their means
+/// ([`Normal::by_mean`]).
+pub(crate) fn times(a: Option<Normal>, b: Option<Normal>) -> f64 {
     match (a, b) {
-        (Some(a), Some(b)) => normal::distance(a, b),
+        (Some(a), Some(b)) => normal::distance(a.by_mean(), b.by_mean()),
         _ => 0.0,
     }
 }
 
 /// A rank's time in all its transitions (in calls and between them), in seconds.
-fn total_time(m: &RankModel) -> f64 {
+pub(crate) fn total_time(m: &RankModel) -> f64 {
     m.edges
         .values()
         .map(|e| {
@@ -54,23 +56,56 @@ fn share(e: &Edge, part: Option<Normal>, total: f64) -> f64 {
     }
 }
 
-/// How much one transition differs between two ranks (each with its [`total_time`]): its
+/// How one transition differs between two ranks, by part.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Difference {
+    /// Of its probabilities.
+    pub probability: f64,
+    /// Of the time in its first call, and of the computation between its calls, each
+    /// weighed by its share of the two ranks' time.
+    pub within: f64,
+    pub between: f64,
+    /// Only one of the ranks makes it.
+    pub missing: bool,
+}
+
+impl Difference {
+    pub fn total(&self) -> f64 {
+        if self.missing {
+            MISSING
+        } else {
+            self.probability + self.within + self.between
+        }
+    }
+}
+
+/// How one transition differs between two ranks (each with its [`total_time`]): its
 /// probability's difference, and each of its time distributions' distance weighed by the
 /// share of the two ranks' time it holds. The weight is what keeps a fault visible: a
 /// preempted microsecond transition on a loaded node differs as much, by distribution, as a
 /// rank that computes ten times as long, but holds none of the time.
-fn edge_difference(a: Option<(&Edge, f64)>, b: Option<(&Edge, f64)>) -> f64 {
+pub(crate) fn difference(a: Option<(&Edge, f64)>, b: Option<(&Edge, f64)>) -> Difference {
     match (a, b) {
         (Some((a, ta)), Some((b, tb))) => {
             let within = (share(a, a.times.within, ta) + share(b, b.times.within, tb)) / 2.0;
             let between = (share(a, a.times.between, ta) + share(b, b.times.between, tb)) / 2.0;
-            (a.probability - b.probability).abs()
-                + within * times(a.times.within, b.times.within)
-                + between * times(a.times.between, b.times.between)
+            Difference {
+                probability: (a.probability - b.probability).abs(),
+                within: within * times(a.times.within, b.times.within),
+                between: between * times(a.times.between, b.times.between),
+                missing: false,
+            }
         }
-        (None, None) => 0.0,
-        _ => MISSING,
+        (None, None) => Difference::default(),
+        _ => Difference {
+            missing: true,
+            ..Difference::default()
+        },
     }
+}
+
+fn edge_difference(a: Option<(&Edge, f64)>, b: Option<(&Edge, f64)>) -> f64 {
+    difference(a, b).total()
 }
 
 /// Each transition of either model with how much it differs between them, the largest

@@ -5,8 +5,7 @@
 //! `runtime_model` (`docs/FORMATS.md`).
 
 use crate::dependence::Dependence;
-use crate::normal;
-use crate::outliers::{self, Outliers};
+use crate::outliers::{self, Difference, Outliers};
 use crate::smm::{Edge, EdgeKey, RankModel};
 use serde::Serialize;
 use serde_json::json;
@@ -23,7 +22,10 @@ pub const TOP: usize = 5;
 /// the median rank's, and at least [`MIN_DISTANCE`]: timing noise alone keeps every rank a
 /// little apart from every other.
 pub const STANDS_OUT: f64 = 3.0;
-pub const MIN_DISTANCE: f64 = 0.5;
+/// A quarter of the ranks' time spent differently (times weigh by their share of it): on a
+/// loaded 2-core node ranks alike stayed within 0.12 of each other, and a rank computing
+/// ten times as long was 0.48 to 1.3 from its nearest neighbour.
+pub const MIN_DISTANCE: f64 = 0.25;
 
 /// One transition of an abnormal rank that differs from its neighbour's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -71,21 +73,21 @@ fn seconds(s: f64) -> String {
     }
 }
 
-/// How a rank's transition differs from its neighbour's, by its largest part.
-fn what(key: &EdgeKey, mine: Option<&Edge>, theirs: Option<&Edge>, nearest: u32) -> String {
+/// How a rank's transition differs from its neighbour's (`by` part, as the distance counts
+/// it), by its largest parts.
+fn what(
+    key: &EdgeKey,
+    mine: Option<&Edge>,
+    theirs: Option<&Edge>,
+    nearest: u32,
+    by: &Difference,
+) -> String {
     let (a, b) = match (mine, theirs) {
         (None, Some(e)) => return format!("never made; rank {nearest} made it {} times", e.count),
         (Some(e), None) => return format!("made {} times; rank {nearest} never", e.count),
         (Some(a), Some(b)) => (a, b),
         (None, None) => return "the same".to_string(),
     };
-    let gap = |x: Option<normal::Normal>, y: Option<normal::Normal>| match (x, y) {
-        (Some(x), Some(y)) => normal::distance(x, y),
-        _ => 0.0,
-    };
-    let probability = (a.probability - b.probability).abs();
-    let within = gap(a.times.within, b.times.within);
-    let between = gap(a.times.between, b.times.between);
     let call = key
         .from
         .as_deref()
@@ -99,14 +101,14 @@ fn what(key: &EdgeKey, mine: Option<&Edge>, theirs: Option<&Edge>, nearest: u32)
             seconds(x.mean),
             seconds(y.mean)
         );
-        parts.push((between, text));
+        parts.push((by.between, text));
     }
     if let (Some(x), Some(y)) = (a.times.within, b.times.within) {
         let text = format!("time in {call}: {} vs {}", seconds(x.mean), seconds(y.mean));
-        parts.push((within, text));
+        parts.push((by.within, text));
     }
     parts.push((
-        probability,
+        by.probability,
         format!(
             "taken {:.0}% vs {:.0}% of the times out of {call}",
             a.probability * 100.0,
@@ -117,14 +119,15 @@ fn what(key: &EdgeKey, mine: Option<&Edge>, theirs: Option<&Edge>, nearest: u32)
     let largest = parts.iter().map(|p| p.0).fold(0.0, f64::max);
     parts
         .into_iter()
-        .filter(|(d, _)| *d == largest || *d >= PART.max(largest / 2.0))
+        .filter(|(d, _)| *d == largest || *d >= largest * NEAR)
         .map(|(_, text)| text)
         .collect::<Vec<_>>()
         .join("; ")
 }
 
-/// A part of a transition's difference named beside the largest when at least this large.
-const PART: f64 = 0.25;
+/// A part of a transition's difference named beside the largest when at least this share
+/// of it.
+const NEAR: f64 = 0.5;
 
 impl RuntimeModel {
     /// The model of `result`'s ranks that have an MPI history; `None` when fewer than two
@@ -163,6 +166,7 @@ impl RuntimeModel {
             .into_iter()
             .map(|a| {
                 let (mine, theirs) = (by_rank[&a.rank], by_rank[&a.nearest]);
+                let totals = (outliers::total_time(mine), outliers::total_time(theirs));
                 AbnormalRank {
                     rank: a.rank,
                     distance: a.distance,
@@ -176,7 +180,14 @@ impl RuntimeModel {
                             from: key.from.clone(),
                             to: key.to.clone(),
                             difference: *difference,
-                            what: what(key, mine.edges.get(key), theirs.edges.get(key), a.nearest),
+                            what: {
+                                let (m, t) = (mine.edges.get(key), theirs.edges.get(key));
+                                let by = outliers::difference(
+                                    m.map(|e| (e, totals.0)),
+                                    t.map(|e| (e, totals.1)),
+                                );
+                                what(key, m, t, a.nearest, &by)
+                            },
                         })
                         .collect(),
                 }
@@ -355,6 +366,19 @@ mod tests {
         }
     }
 
+    /// `what` for two ranks that each make this one transition.
+    fn said(key: &EdgeKey, a: Option<&Edge>, b: Option<&Edge>) -> String {
+        fn with_total<'e>(key: &EdgeKey, e: &'e Edge) -> (&'e Edge, f64) {
+            let one = RankModel {
+                rank: 0,
+                edges: [(key.clone(), e.clone())].into(),
+            };
+            (e, outliers::total_time(&one))
+        }
+        let by = outliers::difference(a.map(|e| with_total(key, e)), b.map(|e| with_total(key, e)));
+        what(key, a, b, 3, &by)
+    }
+
     #[test]
     fn a_difference_reads_by_its_largest_part() {
         let key = EdgeKey {
@@ -363,7 +387,7 @@ mod tests {
         };
         let (slow, mut fast) = (edge(0.020), edge(0.002));
         assert_eq!(
-            what(&key, Some(&slow), Some(&fast), 3),
+            said(&key, Some(&slow), Some(&fast)),
             "computation between: 20.0 ms vs 2.0 ms"
         );
         // The others wait for the slow one: both parts are named.
@@ -372,17 +396,17 @@ mod tests {
             sd: 1e-3,
         });
         assert_eq!(
-            what(&key, Some(&slow), Some(&fast), 3),
+            said(&key, Some(&slow), Some(&fast)),
             "computation between: 20.0 ms vs 2.0 ms; time in MPI_Waitall: 100.0 us vs 18.0 ms"
         );
         assert_eq!(
-            what(&key, None, Some(&fast), 3),
+            said(&key, None, Some(&fast)),
             "never made; rank 3 made it 10 times"
         );
         let mut rare = edge(0.002);
         rare.probability = 0.25;
         assert_eq!(
-            what(&key, Some(&rare), Some(&edge(0.002)), 3),
+            said(&key, Some(&rare), Some(&edge(0.002))),
             "taken 25% vs 100% of the times out of MPI_Waitall"
         );
         assert_eq!(seconds(2.5), "2.50 s");

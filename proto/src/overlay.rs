@@ -523,6 +523,10 @@ pub struct PmpiNote {
     /// The task's history (absent before its first call, or when it could not be read).
     #[prost(message, optional, tag = "17")]
     pub history: Option<PmpiHistoryNote>,
+    /// Calls that made progress (completed, less the polls that found nothing) between the
+    /// first sample and this read; absent when not read at both.
+    #[prost(uint64, optional, tag = "18")]
+    pub progress_while_sampled: Option<u64>,
 }
 
 /// A task's MPI history as the PMPI library keeps it: its call sites, the transitions

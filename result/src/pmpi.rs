@@ -29,6 +29,11 @@ pub struct PmpiRecord {
     /// Of `completed`, the polls (`MPI_Iprobe`, the `MPI_Test` calls) that found nothing.
     #[serde(default)]
     pub found_nothing: u64,
+    /// Calls that made progress (completed, less the polls that found nothing) between the
+    /// first sample and the read: a rank with some moved, whatever its stacks looked like.
+    /// `None` when one sample was taken or the first could not read the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_while_sampled: Option<u64>,
     /// In a completion call (`MPI_Wait`, `MPI_Waitall`, `MPI_Test`, ...): the requests it
     /// was passed. In a `MPI_Waitall` that lasted, those still pending when the library
     /// last looked (a request may have completed since).

@@ -345,6 +345,7 @@ fn pmpi_record(
         entered: note.entered,
         completed: note.completed,
         found_nothing: note.found_nothing,
+        progress_while_sampled: note.progress_while_sampled,
         requests_unrecorded: note.requests_active.saturating_sub(requests.len() as u64),
         requests,
         history: note

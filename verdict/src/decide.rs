@@ -404,9 +404,10 @@ fn undecided(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::observe;
+    use crate::observe::{Motion, observe};
     use crate::testing::{app, mpi, result, stack};
     use strata_filters::Frame;
+    use strata_result::StrataResult;
 
     fn decide_on(ranks: u32, samples: u32, trace: impl Fn(u32, u32) -> Vec<Frame>) -> Decision {
         decide(&observe(&result(ranks, samples, trace)), None)
@@ -524,6 +525,51 @@ mod tests {
             (Kind::NoHangSeen, "2"),
             "{d:#?}"
         );
+    }
+
+    #[test]
+    fn a_rank_whose_library_counted_calls_moved_though_its_stack_did_not() {
+        // Rank 1 computes for most of each iteration: every sample finds it in `compute`.
+        let mut r = result(3, 4, |rank, _| match rank {
+            1 => stack(10, vec![app("compute", 50)]),
+            _ => stack(12, vec![mpi("PMPI_Waitall", 0x10)]),
+        });
+        let calls = |r: &mut StrataResult, rank: usize, calls: Option<u64>| {
+            r.meta.ranks[rank].pmpi = Some(strata_result::pmpi::PmpiRecord {
+                progress_while_sampled: calls,
+                ..Default::default()
+            });
+        };
+        for rank in 0..3 {
+            calls(&mut r, rank, Some(0));
+        }
+        let d = decide(&observe(&r), None);
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::StuckOutsideMpi, "1"),
+            "{d:#?}"
+        );
+        // Its library counted calls between the first sample and the last: it moves, and
+        // the others (which made none) wait for it.
+        calls(&mut r, 1, Some(120));
+        let o = observe(&r);
+        assert_eq!(o.ranks[1].as_ref().unwrap().motion, Motion::MadeCalls);
+        assert_eq!(o.ranks[0].as_ref().unwrap().motion, Motion::Unchanged);
+        let d = decide(&o, None);
+        assert_eq!(
+            (d.kind, d.ranks.as_str()),
+            (Kind::NoHangSeen, "1"),
+            "{d:#?}"
+        );
+        assert!(
+            d.evidence
+                .iter()
+                .any(|e| e.starts_with("[1]") && e.ends_with("(its stack looked the same)")),
+            "{d:#?}"
+        );
+        // Unread at the first sample: no claim either way.
+        calls(&mut r, 1, None);
+        assert_eq!(decide(&observe(&r), None).kind, Kind::StuckOutsideMpi);
     }
 
     #[test]

@@ -79,6 +79,7 @@ pub(crate) fn seen_line(ranks: String, s: &RankState) -> String {
         Motion::Changed => "moved between samples",
         Motion::OneSample => "sampled once",
         Motion::PartlySeen => "unchanged where seen, some samples unread",
+        Motion::MadeCalls => "made MPI calls between samples (its stack looked the same)",
     };
     format!("[{ranks}] {what}{place}, {motion}")
 }

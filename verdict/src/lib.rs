@@ -45,6 +45,7 @@ pub mod signature;
 pub mod text;
 
 use arguments::Arguments;
+use decide::Kind;
 use graph::WaitFor;
 use observe::{Observations, StateFile};
 use strata_filters::{PrefixTree, RankSet};
@@ -104,7 +105,11 @@ impl Verdict {
             }
         };
         let mut verdict = Verdict::decided(observations, arguments, &mut behind);
-        if let Some((ranks, label)) = &by_history {
+        // Ranks that move are momentarily behind or ahead: who is least progressed says
+        // something about a hang only.
+        if let Some((ranks, label)) = &by_history
+            && verdict.decision.kind != Kind::NoHangSeen
+        {
             verdict
                 .decision
                 .evidence

@@ -83,6 +83,10 @@ pub enum Motion {
     /// One path where it was seen, but some samples could not read it (not stopped in
     /// time, not attached): not enough to call it unchanged.
     PartlySeen,
+    /// The same path in every sample, but strata's PMPI library counted calls that made
+    /// progress between the first sample and the last: the rank moved between samples (a
+    /// rank that computes for most of each iteration looks the same in every sample).
+    MadeCalls,
 }
 
 impl Motion {
@@ -92,6 +96,7 @@ impl Motion {
             Motion::Changed => "changed",
             Motion::OneSample => "one_sample",
             Motion::PartlySeen => "partly_seen",
+            Motion::MadeCalls => "made_calls",
         }
     }
 }
@@ -228,6 +233,18 @@ pub fn observe(result: &StrataResult) -> Observations {
     } else {
         for (rank, slot) in ranks.iter_mut().enumerate() {
             *slot = unit_state(rank, rank);
+        }
+    }
+    for (rank, state) in ranks.iter_mut().enumerate() {
+        let progressed = rank_info[rank]
+            .and_then(|r| r.pmpi.as_ref())
+            .and_then(|p| p.progress_while_sampled)
+            .is_some_and(|calls| calls > 0);
+        if let Some(state) = state
+            && progressed
+            && state.motion != Motion::Changed
+        {
+            state.motion = Motion::MadeCalls;
         }
     }
     Observations { ranks, samples }

@@ -16,7 +16,7 @@ pub(crate) enum Role {
 }
 
 pub(crate) fn role(s: &RankState) -> Role {
-    if s.motion == Motion::Changed {
+    if matches!(s.motion, Motion::Changed | Motion::MadeCalls) {
         return Role::Moving;
     }
     match &s.activity {
