@@ -44,8 +44,8 @@ fn one_job() -> MutexGuard<'static, ()> {
 /// A rank that stops computing in a halo exchange leaves its neighbours waiting one
 /// iteration ahead of it and the rank beyond them two: the runtime model's progress
 /// dependence puts it behind every other rank, from the iteration counts of the loop it
-/// finds in the ranks' MPI histories, and the verdict (which proves it stuck from its
-/// stacks) says the histories agree.
+/// finds in the ranks' MPI histories; it is the most abnormal rank by its current state;
+/// and the verdict (which proves it stuck from its stacks) says the histories agree.
 #[test]
 fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
     for stack in [Stack::OpenMpi4, Stack::Mpich4] {
@@ -59,6 +59,14 @@ fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
         assert_eq!(
             progress["least_progressed"],
             serde_json::json!(["2"]),
+            "{context}"
+        );
+        // Its histories up to the hang are its neighbours', but it has been computing for
+        // longer than any transition it made, while they wait: the most abnormal rank.
+        let abnormal = &model["abnormal"][0];
+        assert_eq!(abnormal["rank"], 2, "{context}");
+        assert_eq!(
+            abnormal["transitions"][0]["to"], "(still computing after it when read)",
             "{context}"
         );
         let classes = progress["classes"].as_array().unwrap();

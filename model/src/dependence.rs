@@ -3,14 +3,18 @@
 //! the code, from the MPI histories alone.
 //!
 //! The states are the MPI call sites of every rank's history (the same name in every rank:
-//! call, function, file and line), the edges their transitions. A depth-first walk from the
-//! start finds the loops: each edge back to a site on the walk's stack closes one, headed
-//! by that site (the graph is taken to be reducible, as Prodometer does); a loop's body is
-//! what reaches the back edge's source without passing its header. A rank's iteration count
-//! of a loop is its count of the loop's back edges (Prodometer's characteristic edges).
+//! call, function, file and line), the edges their transitions. Loops are found in each
+//! rank's own transition graph: a depth-first walk from its start, each edge back to a site
+//! on the walk's stack closing one, headed by that site; its body is what reaches the back
+//! edge's source without passing the header. Across ranks, loops are one by their header.
+//! Walking each rank's graph, not their union, is what keeps ranks that enter a cycle at
+//! different sites apart: a pipeline's first stage sends before it ever receives, and in
+//! the union graph the stages' cycle had two entries and no one header. A rank's iteration
+//! count of a loop is its count of the loop's back edges (Prodometer's characteristic
+//! edges).
 //!
-//! Two ranks compare by the loops that hold both their positions, outermost first: more
-//! iterations is more progress. In the same iteration of all of them, the one whose
+//! Two ranks compare by the loops that hold both their positions and that both have taken,
+//! outermost first: more iterations is more progress. In the same iteration of all of them, the one whose
 //! position the other's reaches without a back edge is further on; at one site, a rank
 //! that returned from its call is past one still in it. Ranks on branches neither reaches
 //! do not compare: the graph then says nothing about them, and nothing is claimed.
@@ -89,9 +93,11 @@ pub struct Loop {
 pub struct ProgressClass {
     pub ranks: RankSet,
     pub position: Position,
-    /// Iterations of each loop that holds the position, outermost first: (loop index, count).
+    /// Iterations of each loop that holds the position and that the ranks have taken,
+    /// outermost first: (loop index, count).
     pub iterations: Vec<(usize, u64)>,
-    counts: Vec<u64>,
+    /// Per loop: the iterations, `None` for a loop the ranks never took.
+    counts: Vec<Option<u64>>,
     node: usize,
 }
 
@@ -153,18 +159,18 @@ fn counts(history: &PmpiHistory) -> Counts {
     out
 }
 
-/// Back edges of a depth-first walk from the start (then from any site it missed), in a
-/// fixed order so that the same graph gives the same loops.
-fn back_edges(g: &Graph) -> BTreeSet<(usize, usize)> {
-    let n = g.names.len();
+/// Back edges of a depth-first walk from the start over `successors` (then from any site it
+/// missed), in a fixed order so that the same graph gives the same loops.
+fn back_edges(successors: &[BTreeSet<usize>]) -> BTreeSet<(usize, usize)> {
+    let n = successors.len();
     let mut colour = vec![0u8; n];
     let mut back = BTreeSet::new();
     for root in 0..n {
-        if colour[root] != 0 {
+        if colour[root] != 0 || (root != START && successors[root].is_empty()) {
             continue;
         }
         let mut stack: Vec<(usize, Vec<usize>)> =
-            vec![(root, g.successors[root].iter().rev().copied().collect())];
+            vec![(root, successors[root].iter().rev().copied().collect())];
         colour[root] = 1;
         while let Some((node, pending)) = stack.last_mut() {
             let node = *node;
@@ -172,7 +178,7 @@ fn back_edges(g: &Graph) -> BTreeSet<(usize, usize)> {
                 Some(next) => match colour[next] {
                     0 => {
                         colour[next] = 1;
-                        let succ = g.successors[next].iter().rev().copied().collect();
+                        let succ = successors[next].iter().rev().copied().collect();
                         stack.push((next, succ));
                     }
                     1 => {
@@ -190,87 +196,54 @@ fn back_edges(g: &Graph) -> BTreeSet<(usize, usize)> {
     back
 }
 
-fn loops(g: &Graph, back: &BTreeSet<(usize, usize)>) -> Vec<Loop> {
-    let n = g.names.len();
+/// One rank's loops in its own graph: its back edges, and each header's body.
+#[derive(Clone, Debug, Default)]
+struct RankLoops {
+    back: BTreeSet<(usize, usize)>,
+    bodies: BTreeMap<usize, BTreeSet<usize>>,
+}
+
+/// The loops of the graph of `edges` (one rank's transitions), over `n` sites.
+fn rank_loops(n: usize, edges: &BTreeSet<(usize, usize)>) -> RankLoops {
+    let mut successors = vec![BTreeSet::new(); n];
     let mut predecessors = vec![Vec::new(); n];
-    for (from, succ) in g.successors.iter().enumerate() {
-        for &to in succ {
-            predecessors[to].push(from);
-        }
+    for &(from, to) in edges {
+        successors[from].insert(to);
+        predecessors[to].push(from);
     }
-    // Natural loops that share a header are one loop: its back edges and its body.
-    type BackEdgesAndBody = (Vec<(usize, usize)>, BTreeSet<usize>);
-    let mut by_header: BTreeMap<usize, BackEdgesAndBody> = BTreeMap::new();
-    for &(from, header) in back {
-        let entry = by_header.entry(header).or_default();
-        entry.0.push((from, header));
-        entry.1.insert(header);
+    let back = back_edges(&successors);
+    let mut bodies: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for &(from, header) in &back {
+        let body = bodies.entry(header).or_default();
+        body.insert(header);
         let mut work = vec![from];
         while let Some(node) = work.pop() {
-            if entry.1.insert(node) {
+            if body.insert(node) {
                 work.extend(predecessors[node].iter().copied());
             }
         }
     }
-    by_header
-        .into_iter()
-        .map(|(header, (edges, body))| Loop {
-            header: g.names[header].clone(),
-            back_edges: edges
-                .into_iter()
-                .map(|(f, t)| (g.names[f].clone(), g.names[t].clone()))
-                .collect(),
-            body,
-        })
-        .collect()
+    RankLoops { back, bodies }
 }
 
-/// For each site, the sites it reaches without a back edge, as bit sets.
+/// For each site, the sites it reaches in `g` without `back` edges, as bit sets. A walk
+/// from each site: what is left of the union graph may still hold a cycle (ranks whose
+/// loops are headed differently), and a site then reaches one that reaches it.
 fn reach(g: &Graph, back: &BTreeSet<(usize, usize)>) -> Vec<Vec<u64>> {
     let n = g.names.len();
     let words = n.div_ceil(64);
     let mut reach = vec![vec![0u64; words]; n];
-    // Post-order of the acyclic graph: a site after every site it reaches.
-    let mut order = Vec::with_capacity(n);
-    let mut seen = vec![false; n];
-    for root in 0..n {
-        if seen[root] {
-            continue;
-        }
-        seen[root] = true;
-        let mut stack = vec![(root, 0usize)];
-        while let Some((node, next)) = stack.last_mut() {
-            let node = *node;
-            let succ: Vec<usize> = g.successors[node]
-                .iter()
-                .copied()
-                .filter(|&s| !back.contains(&(node, s)))
-                .collect();
-            if *next < succ.len() {
-                let s = succ[*next];
-                *next += 1;
-                if !seen[s] {
-                    seen[s] = true;
-                    stack.push((s, 0));
+    for (root, bits) in reach.iter_mut().enumerate() {
+        let mut work = vec![root];
+        while let Some(node) = work.pop() {
+            for &s in &g.successors[node] {
+                if back.contains(&(node, s)) || bits[s / 64] & (1 << (s % 64)) != 0 {
+                    continue;
                 }
-            } else {
-                order.push(node);
-                stack.pop();
+                bits[s / 64] |= 1 << (s % 64);
+                work.push(s);
             }
         }
-    }
-    for &node in &order {
-        let mut bits = vec![0u64; words];
-        for &s in &g.successors[node] {
-            if back.contains(&(node, s)) {
-                continue;
-            }
-            bits[s / 64] |= 1 << (s % 64);
-            for (b, r) in bits.iter_mut().zip(&reach[s]) {
-                *b |= r;
-            }
-        }
-        reach[node] = bits;
     }
     reach
 }
@@ -311,18 +284,76 @@ impl Dependence {
                 Err(why) => unplaced.push((rank, why)),
             }
         }
-        let back = back_edges(&g);
-        let loops = loops(&g, &back);
+        // Each rank's loops in its own graph, once per distinct graph (ranks of one role
+        // share theirs).
+        let n_sites = g.names.len();
+        let mut by_graph: HashMap<BTreeSet<(usize, usize)>, usize> = HashMap::new();
+        let mut graphs: Vec<RankLoops> = Vec::new();
+        let mut graph_of: Vec<usize> = Vec::with_capacity(placed.len());
+        for (_, _, c) in &placed {
+            let edges: BTreeSet<(usize, usize)> = c
+                .keys()
+                .map(|(f, t)| (f.as_deref().map_or(START, |f| g.index[f]), g.index[t]))
+                .collect();
+            let i = match by_graph.get(&edges) {
+                Some(&i) => i,
+                None => {
+                    graphs.push(rank_loops(n_sites, &edges));
+                    by_graph.insert(edges, graphs.len() - 1);
+                    graphs.len() - 1
+                }
+            };
+            graph_of.push(i);
+        }
+        // Loops across ranks by their header: every rank's back edges into it and bodies.
+        type BackEdgesAndBody = (BTreeSet<(usize, usize)>, BTreeSet<usize>);
+        let mut by_header: BTreeMap<usize, BackEdgesAndBody> = BTreeMap::new();
+        let mut back = BTreeSet::new();
+        for rl in &graphs {
+            for &(from, header) in &rl.back {
+                by_header
+                    .entry(header)
+                    .or_default()
+                    .0
+                    .insert((from, header));
+                back.insert((from, header));
+            }
+            for (header, body) in &rl.bodies {
+                by_header.entry(*header).or_default().1.extend(body);
+            }
+        }
+        let headers: Vec<usize> = by_header.keys().copied().collect();
+        let loops: Vec<Loop> = by_header
+            .into_iter()
+            .map(|(header, (edges, body))| Loop {
+                header: g.names[header].clone(),
+                back_edges: edges
+                    .into_iter()
+                    .map(|(f, t)| (g.names[f].clone(), g.names[t].clone()))
+                    .collect(),
+                body,
+            })
+            .collect();
         let reach = reach(&g, &back);
-        let iterations = |c: &Counts, l: &Loop| -> u64 {
-            l.back_edges
-                .iter()
-                .map(|(f, t)| c.get(&(Some(f.clone()), t.clone())).copied().unwrap_or(0))
-                .sum()
+        // A rank's iterations of a loop: its back edges into the header, if it has any.
+        let iterations = |c: &Counts, rl: &RankLoops, l: usize| -> Option<u64> {
+            let header = headers[l];
+            rl.bodies.contains_key(&header).then(|| {
+                rl.back
+                    .iter()
+                    .filter(|&&(_, h)| h == header)
+                    .map(|&(f, h)| {
+                        let from = (f != START).then(|| g.names[f].clone());
+                        c.get(&(from, g.names[h].clone())).copied().unwrap_or(0)
+                    })
+                    .sum()
+            })
         };
-        let mut classes: BTreeMap<(Position, Vec<u64>), RankSet> = BTreeMap::new();
-        for (rank, p, c) in &placed {
-            let all: Vec<u64> = loops.iter().map(|l| iterations(c, l)).collect();
+        let mut classes: BTreeMap<(Position, Vec<Option<u64>>), RankSet> = BTreeMap::new();
+        for ((rank, p, c), &gi) in placed.iter().zip(&graph_of) {
+            let all: Vec<Option<u64>> = (0..loops.len())
+                .map(|l| iterations(c, &graphs[gi], l))
+                .collect();
             classes.entry((p.clone(), all)).or_default().insert(*rank);
         }
         if classes.len() > MAX_CLASSES {
@@ -337,12 +368,15 @@ impl Dependence {
             .map(|((position, counts), ranks)| {
                 let node = g.index[&position.site];
                 let mut holding: Vec<usize> = (0..loops.len())
-                    .filter(|&l| loops[l].body.contains(&node))
+                    .filter(|&l| loops[l].body.contains(&node) && counts[l].is_some())
                     .collect();
                 holding.sort_by_key(|&l| std::cmp::Reverse(loops[l].body.len()));
                 ProgressClass {
                     ranks,
-                    iterations: holding.iter().map(|&l| (l, counts[l])).collect(),
+                    iterations: holding
+                        .iter()
+                        .map(|&l| (l, counts[l].unwrap_or(0)))
+                        .collect(),
                     position,
                     counts,
                     node,
@@ -350,8 +384,14 @@ impl Dependence {
             })
             .collect();
         let compare = |a: &ProgressClass, b: &ProgressClass| -> Option<Ordering> {
+            // The loops holding both positions that both have taken, outermost first.
             let mut common: Vec<usize> = (0..loops.len())
-                .filter(|&l| loops[l].body.contains(&a.node) && loops[l].body.contains(&b.node))
+                .filter(|&l| {
+                    loops[l].body.contains(&a.node)
+                        && loops[l].body.contains(&b.node)
+                        && a.counts[l].is_some()
+                        && b.counts[l].is_some()
+                })
                 .collect();
             common.sort_by_key(|&l| std::cmp::Reverse(loops[l].body.len()));
             for l in common {
@@ -364,12 +404,14 @@ impl Dependence {
                 // Returned from the call is past being in it.
                 return Some((!a.position.in_call).cmp(&!b.position.in_call));
             }
-            if reaches(&reach, a.node, b.node) {
-                Some(Ordering::Less)
-            } else if reaches(&reach, b.node, a.node) {
-                Some(Ordering::Greater)
-            } else {
-                None
+            match (
+                reaches(&reach, a.node, b.node),
+                reaches(&reach, b.node, a.node),
+            ) {
+                (true, false) => Some(Ordering::Less),
+                (false, true) => Some(Ordering::Greater),
+                // Neither, or each the other (a cycle the loops did not break): no claim.
+                _ => None,
             }
         };
         let n = classes.len();
@@ -497,6 +539,87 @@ mod tests {
             since_return_ns: (!in_wait).then_some(5_000_000_000),
             ..PmpiHistory::default()
         }
+    }
+
+    /// A rank that made the calls `sequence` (indices into `sites`: call and line), the last
+    /// one still going when `in_call`.
+    fn made(sites: &[(&str, u32)], sequence: &[u32], in_call: bool) -> PmpiHistory {
+        let mut entered = vec![0u64; sites.len()];
+        for &c in sequence {
+            entered[c as usize] += 1;
+        }
+        let mut completed = entered.clone();
+        if in_call {
+            completed[*sequence.last().unwrap() as usize] -= 1;
+        }
+        let mut pairs: BTreeMap<(Option<u32>, u32), u64> = BTreeMap::new();
+        let mut from = None;
+        for &c in sequence {
+            *pairs.entry((from, c)).or_default() += 1;
+            from = Some(c);
+        }
+        let last_done = sequence[sequence.len() - 1 - usize::from(in_call)];
+        PmpiHistory {
+            sites: sites
+                .iter()
+                .enumerate()
+                .map(|(i, &(call, line))| site(i as u32, call, line, entered[i], completed[i]))
+                .collect(),
+            transitions: pairs.into_iter().map(|((f, to), n)| t(f, to, n)).collect(),
+            events: vec![PmpiEvent {
+                call: sites[last_done as usize].0.into(),
+                site: Some(last_done),
+                ..PmpiEvent::default()
+            }],
+            in_call_ns: in_call.then_some(5_000_000_000),
+            since_return_ns: (!in_call).then_some(5_000_000_000),
+            ..PmpiHistory::default()
+        }
+    }
+
+    #[test]
+    fn pipeline_stages_that_enter_the_cycle_at_different_sites_compare_by_their_own_loops() {
+        // Stage 0 only sends, stages 1-3 receive then send, stage 4 only receives. Stage 2
+        // hangs computing after its 51st receive; 3 and 4 wait for item 51, 0 and 1 are
+        // blocked sending it on.
+        let sites = [("MPI_Recv", 10), ("MPI_Ssend", 12)];
+        let (recv, send) = (0u32, 1u32);
+        let rounds = |n: usize| -> Vec<u32> { [recv, send].repeat(n) };
+        let with = |mut v: Vec<u32>, more: &[u32]| {
+            v.extend_from_slice(more);
+            v
+        };
+        let histories = [
+            made(&sites, &vec![send; 53], true),
+            made(&sites, &with(rounds(52), &[recv, send]), true),
+            made(&sites, &with(rounds(50), &[recv]), false),
+            made(&sites, &with(rounds(50), &[recv]), true),
+            made(&sites, &vec![recv; 51], true),
+        ];
+        let ranks: Vec<(u32, &PmpiHistory)> = histories
+            .iter()
+            .enumerate()
+            .map(|(r, h)| (r as u32, h))
+            .collect();
+        let d = Dependence::of(&ranks).unwrap();
+        let lp: Vec<Vec<u32>> = d
+            .least_progressed
+            .iter()
+            .map(|&i| d.classes[i].ranks.iter().collect())
+            .collect();
+        // The last stage is no loop behind the middle ones: it took its own loop as often,
+        // and waits where stage 3 waits. Both are behind the hung stage, which received
+        // item 51: the dependence says who is behind, not who started it (the verdict names
+        // stage 2 from its stacks).
+        assert_eq!(lp, [vec![3, 4]], "{d:#?}");
+        let class = |r: u32| d.classes.iter().position(|c| c.ranks.contains(r)).unwrap();
+        assert_eq!(d.behind_all(), Some(class(3)));
+        assert!(d.is_behind(class(3), class(2)) && !d.is_behind(class(2), class(3)));
+        // Stage 1, blocked sending item 53, is two iterations ahead of them.
+        assert_eq!(
+            d.why_behind(class(3), class(1)),
+            "iteration 51 of the loop at MPI_Recv in main (halo.c:10) vs 53"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::dependence::Dependence;
 use crate::outliers::{self, Difference, Outliers};
-use crate::smm::{Edge, EdgeKey, RankModel};
+use crate::smm::{Edge, EdgeKey, RankModel, STILL_COMPUTING, STILL_IN_CALL};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
@@ -82,17 +82,38 @@ fn what(
     nearest: u32,
     by: &Difference,
 ) -> String {
+    let call = key
+        .from
+        .as_deref()
+        .and_then(|f| f.split(' ').next())
+        .unwrap_or("the first call");
+    let open = |e: &Edge| {
+        let time = e.times.within.or(e.times.between).map_or(0.0, |t| t.mean);
+        if key.to == STILL_IN_CALL {
+            format!("still in {call} for {} when read", seconds(time))
+        } else {
+            format!("computing after {call} for {} when read", seconds(time))
+        }
+    };
+    let opened = key.to == STILL_IN_CALL || key.to == STILL_COMPUTING;
+    match (mine, theirs) {
+        (Some(e), None) if opened => {
+            return format!(
+                "{}, longer than any transition it made; rank {nearest} was not",
+                open(e)
+            );
+        }
+        (None, Some(e)) if opened => {
+            return format!("rank {nearest} was {}; this rank was not", open(e));
+        }
+        _ => {}
+    }
     let (a, b) = match (mine, theirs) {
         (None, Some(e)) => return format!("never made; rank {nearest} made it {} times", e.count),
         (Some(e), None) => return format!("made {} times; rank {nearest} never", e.count),
         (Some(a), Some(b)) => (a, b),
         (None, None) => return "the same".to_string(),
     };
-    let call = key
-        .from
-        .as_deref()
-        .and_then(|f| f.split(' ').next())
-        .unwrap_or("the first call");
     // Every large part: a slow rank computes longer *and* waits less.
     let mut parts: Vec<(f64, String)> = Vec::new();
     if let (Some(x), Some(y)) = (a.times.between, b.times.between) {

@@ -21,6 +21,14 @@ pub(crate) fn state_name(site: &PmpiSite) -> String {
     }
 }
 
+/// The state a rank is in when read, as the destination of its last transition when it
+/// has been there longer than any transition it ever made: still in the call it entered,
+/// or computing since its last call returned. A rank hung for seconds is then unlike the
+/// ranks that wait for it (whose histories up to then it shares); in a job that moves,
+/// every rank's current state is short and none is added.
+pub const STILL_IN_CALL: &str = "(still in the call when read)";
+pub const STILL_COMPUTING: &str = "(still computing after it when read)";
+
 /// A transition: from a site (`None`: the thread's start) to a site.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EdgeKey {
@@ -111,8 +119,61 @@ impl RankModel {
                 },
             );
         }
+        if let Some((key, edge)) = open_state(history, &names) {
+            edges.insert(key, edge);
+        }
         RankModel { rank, edges }
     }
+}
+
+/// The rank's current state as an edge ([`STILL_IN_CALL`], [`STILL_COMPUTING`]), when it
+/// has lasted longer than the longest transition in its history.
+fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(EdgeKey, Edge)> {
+    let longest_ns = history
+        .sites
+        .iter()
+        .filter_map(|s| s.longest_ns)
+        .chain(history.transitions.iter().flat_map(|t| {
+            let between = t.between.as_ref().map(|b| b.max_ns);
+            let within = t.within.as_ref().map(|w| w.max_ns);
+            between.into_iter().chain(within)
+        }))
+        .max()?;
+    let (site, to, ns) = match (history.in_call_ns, history.since_return_ns) {
+        (Some(ns), _) => {
+            let mut open = history.sites.iter().filter(|s| s.entered > s.completed);
+            let site = open.next()?;
+            if open.next().is_some() {
+                return None; // several threads in calls: no one state
+            }
+            (site.index, STILL_IN_CALL, ns)
+        }
+        (None, Some(ns)) => (history.events.last()?.site?, STILL_COMPUTING, ns),
+        (None, None) => return None,
+    };
+    if ns <= longest_ns {
+        return None;
+    }
+    let time = Some(Normal {
+        mean: ns as f64 / 1e9,
+        sd: 0.0,
+    });
+    let (within, between) = if to == STILL_IN_CALL {
+        (time, None)
+    } else {
+        (None, time)
+    };
+    Some((
+        EdgeKey {
+            from: Some(names.get(&site)?.clone()),
+            to: to.to_string(),
+        },
+        Edge {
+            count: 1,
+            probability: 1.0,
+            times: Times { within, between },
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -177,5 +238,37 @@ mod tests {
             key.describe(),
             "MPI_Send in main (halo.c:10) -> MPI_Recv in main (halo.c:12)"
         );
+    }
+
+    #[test]
+    fn a_state_longer_than_every_transition_is_an_edge_of_its_own() {
+        let mut recv = site(9, "MPI_Recv", 12);
+        (recv.entered, recv.completed, recv.longest_ns) = (41, 40, Some(3_000_000));
+        let history = |in_call_ns: u64| PmpiHistory {
+            sites: vec![recv.clone()],
+            transitions: vec![PmpiTransition {
+                from: Some(9),
+                to: 9,
+                count: 40,
+                between: Some(PmpiTimes {
+                    mean_ns: 1_000_000,
+                    sd_ns: 0,
+                    max_ns: 2_000_000,
+                }),
+                ..PmpiTransition::default()
+            }],
+            in_call_ns: Some(in_call_ns),
+            ..PmpiHistory::default()
+        };
+        let open = EdgeKey {
+            from: Some("MPI_Recv in main (halo.c:12)".into()),
+            to: STILL_IN_CALL.into(),
+        };
+        // In it for 5 s, when no call or computation ever took more than 3 ms.
+        let m = RankModel::from_history(0, &history(5_000_000_000));
+        assert_eq!(m.edges[&open].times.within.unwrap().mean, 5.0);
+        // A call of a moving rank, read 1 ms in: nothing added.
+        let m = RankModel::from_history(0, &history(1_000_000));
+        assert!(!m.edges.contains_key(&open));
     }
 }
