@@ -51,6 +51,8 @@ fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
     for stack in [Stack::OpenMpi4, Stack::Mpich4] {
         let _alone = one_job();
         let job = halo_job(stack, "hang", 2, 40);
+        // Hung for a while, as a job is when someone attaches to it.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
         let result = attach_json(&job, 3, stack);
         let model = &result["runtime_model"];
         let context = format!("{stack:?}: {model:#}");

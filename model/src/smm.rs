@@ -22,12 +22,20 @@ pub(crate) fn state_name(site: &PmpiSite) -> String {
 }
 
 /// The state a rank is in when read, as the destination of its last transition when it
-/// has been there longer than any transition it ever made: still in the call it entered,
-/// or computing since its last call returned. A rank hung for seconds is then unlike the
-/// ranks that wait for it (whose histories up to then it shares); in a job that moves,
-/// every rank's current state is short and none is added.
+/// has been there far longer than any transition it ever made ([`OPEN_FACTOR`],
+/// [`OPEN_MARGIN_NS`]): still in the call it entered, or computing since its last call
+/// returned. A rank hung for seconds is then unlike the ranks that wait for it (whose
+/// histories up to then it shares); in a job that moves, every rank's current state is
+/// short and none is added.
 pub const STILL_IN_CALL: &str = "(still in the call when read)";
 pub const STILL_COMPUTING: &str = "(still computing after it when read)";
+
+/// A current state joins the model past this many times the rank's longest transition, and
+/// at least [`OPEN_MARGIN_NS`] past it: sampling stops the ranks and a loaded node
+/// deschedules them, so a moving rank was read 80 ms into a computation that never took
+/// more than 20 ms.
+pub const OPEN_FACTOR: u64 = 2;
+pub const OPEN_MARGIN_NS: u64 = 500_000_000;
 
 /// A transition: from a site (`None`: the thread's start) to a site.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,7 +159,7 @@ fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(Ed
         (None, Some(ns)) => (history.events.last()?.site?, STILL_COMPUTING, ns),
         (None, None) => return None,
     };
-    if ns <= longest_ns {
+    if ns <= (longest_ns * OPEN_FACTOR).max(longest_ns + OPEN_MARGIN_NS) {
         return None;
     }
     let time = Some(Normal {
@@ -267,8 +275,11 @@ mod tests {
         // In it for 5 s, when no call or computation ever took more than 3 ms.
         let m = RankModel::from_history(0, &history(5_000_000_000));
         assert_eq!(m.edges[&open].times.within.unwrap().mean, 5.0);
-        // A call of a moving rank, read 1 ms in: nothing added.
-        let m = RankModel::from_history(0, &history(1_000_000));
-        assert!(!m.edges.contains_key(&open));
+        // A call of a moving rank, read 1 ms in, or 80 ms in after the sampling held it:
+        // nothing added.
+        for ns in [1_000_000, 80_000_000] {
+            let m = RankModel::from_history(0, &history(ns));
+            assert!(!m.edges.contains_key(&open));
+        }
     }
 }
