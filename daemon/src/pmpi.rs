@@ -100,33 +100,34 @@ impl History {
 /// `None` when the rank has not loaded the library, an error saying why it could not be
 /// read otherwise (another layout version, an unreadable page).
 pub fn read(space: &AddressSpace, memory: &dyn MemoryReader) -> Option<Result<PmpiRead, String>> {
-    let m = space
-        .mappings
-        .iter()
-        .find(|m| m.short_name().starts_with(LIBRARY_PREFIX))?;
-    Some(read_from(m, memory))
+    Some(read_from(library(space)?, memory))
 }
 
 /// The calls the rank has completed that made progress (not polls that found nothing), by
 /// the library's state alone: how the sampler tells, from two readings, that a rank moved
 /// while its stack looked the same. `None` without the library or when it cannot be read.
 pub fn progress(space: &AddressSpace, memory: &dyn MemoryReader) -> Option<u64> {
-    let m = space
+    let address = state_address(library(space)?).ok()?;
+    let mut bytes = [0u8; pmpi::BYTES];
+    whole(|| {
+        memory
+            .read(address, &mut bytes)
+            .map_err(|e| format!("reading the PMPI state: {e}"))?;
+        match pmpi::decode(&bytes) {
+            Ok(state) => Ok(Some(state.progress())),
+            Err(LayoutError::Torn) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .ok()
+}
+
+/// The library among the rank's mappings, if it loaded it.
+fn library(space: &AddressSpace) -> Option<&crate::images::MappedImage> {
+    space
         .mappings
         .iter()
-        .find(|m| m.short_name().starts_with(LIBRARY_PREFIX))?;
-    let address = state_address(m).ok()?;
-    let mut bytes = [0u8; pmpi::BYTES];
-    for attempt in 0..TRIES {
-        memory.read(address, &mut bytes).ok()?;
-        match pmpi::decode(&bytes) {
-            Ok(state) => return Some(state.progress()),
-            Err(LayoutError::Torn) if attempt < 8 => std::thread::yield_now(),
-            Err(LayoutError::Torn) => std::thread::sleep(std::time::Duration::from_millis(1)),
-            Err(_) => return None,
-        }
-    }
-    None
+        .find(|m| m.short_name().starts_with(LIBRARY_PREFIX))
 }
 
 /// Where the library's state is in the rank.
@@ -140,17 +141,11 @@ fn state_address(m: &crate::images::MappedImage) -> Result<u64, String> {
     Ok(svma.wrapping_add(m.bias))
 }
 
-fn read_from(
-    m: &crate::images::MappedImage,
-    memory: &dyn MemoryReader,
-) -> Result<PmpiRead, String> {
-    let address = state_address(m)?;
+/// `once` until it reads a whole copy (`Some`), at most [`TRIES`] times.
+fn whole<T>(mut once: impl FnMut() -> Result<Option<T>, String>) -> Result<T, String> {
     for attempt in 0..TRIES {
-        match read_once(address, memory)? {
-            Some((mut read, words)) => {
-                read.history = (words.sites != 0).then(|| read_history(words, address, memory));
-                return Ok(read);
-            }
+        match once()? {
+            Some(copy) => return Ok(copy),
             // A rank preempted while writing stays odd for its time slice: after a few
             // quick tries, wait for it to run again.
             None if attempt < 8 => std::thread::yield_now(),
@@ -158,6 +153,16 @@ fn read_from(
         }
     }
     Err(LayoutError::Torn.to_string())
+}
+
+fn read_from(
+    m: &crate::images::MappedImage,
+    memory: &dyn MemoryReader,
+) -> Result<PmpiRead, String> {
+    let address = state_address(m)?;
+    let (mut read, words) = whole(|| read_once(address, memory))?;
+    read.history = (words.sites != 0).then(|| read_history(words, address, memory));
+    Ok(read)
 }
 
 /// One copy of the state and what it points to, with its history words; `None` when the

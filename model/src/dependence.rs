@@ -22,7 +22,7 @@
 //! Ranks at one position with the same iteration counts form a class; a class is the least
 //! progressed when no class is behind it and some class is ahead of it.
 
-use crate::smm::state_name;
+use crate::smm::{current_site, named_transitions, state_name};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use strata_filters::RankSet;
@@ -50,36 +50,15 @@ impl Position {
 
 /// Where a rank is by its history, or why that is not known.
 pub fn position(history: &PmpiHistory) -> Result<Position, String> {
-    if history.in_call_ns.is_some() {
-        let open: Vec<_> = history
-            .sites
-            .iter()
-            .filter(|s| s.entered > s.completed)
-            .collect();
-        return match open.as_slice() {
-            [site] => Ok(Position {
-                site: state_name(site),
-                in_call: true,
-            }),
-            [] => Err("in a call at no recorded site".into()),
-            _ => Err("in calls at several sites at once (several threads)".into()),
-        };
-    }
-    let last = history
-        .events
-        .last()
-        .ok_or_else(|| "no MPI call completed yet".to_string())?;
-    let site = last
-        .site
-        .and_then(|i| history.sites.iter().find(|s| s.index == i))
-        .ok_or_else(|| "its last call's site was not recorded".to_string())?;
+    let (site, in_call) = current_site(history)?;
     Ok(Position {
         site: state_name(site),
-        in_call: false,
+        in_call,
     })
 }
 
-/// A loop of the union graph: its header site, its back edges and the sites of its body.
+/// A loop of the ranks' graphs, one across ranks by its header site: its back edges and the
+/// sites of its body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Loop {
     pub header: String,
@@ -139,22 +118,9 @@ impl Graph {
 type Counts = HashMap<(Option<String>, String), u64>;
 
 fn counts(history: &PmpiHistory) -> Counts {
-    let names: HashMap<u32, String> = history
-        .sites
-        .iter()
-        .map(|s| (s.index, state_name(s)))
-        .collect();
     let mut out = Counts::new();
-    for t in &history.transitions {
-        let Some(to) = names.get(&t.to) else { continue };
-        let from = match t.from {
-            None => None,
-            Some(f) => match names.get(&f) {
-                Some(n) => Some(n.clone()),
-                None => continue,
-            },
-        };
-        *out.entry((from, to.clone())).or_default() += t.count;
+    for (from, to, t) in named_transitions(history) {
+        *out.entry((from, to)).or_default() += t.count;
     }
     out
 }

@@ -5,7 +5,7 @@
 
 use crate::normal::Normal;
 use std::collections::{BTreeMap, HashMap};
-use strata_result::pmpi::{PmpiHistory, PmpiSite, PmpiTimes};
+use strata_result::pmpi::{PmpiHistory, PmpiSite, PmpiTimes, PmpiTransition};
 
 /// A call site by what it is in the source, the same in every rank whatever its load
 /// address: `MPI_Barrier in main (solver.c:41)`. Without symbols, by its call and address
@@ -36,6 +36,48 @@ pub const STILL_COMPUTING: &str = "(still computing after it when read)";
 /// more than 20 ms.
 pub const OPEN_FACTOR: u64 = 2;
 pub const OPEN_MARGIN_NS: u64 = 500_000_000;
+
+/// The site a rank is at when read, and whether it is still in the call there (else it
+/// computes after it returned); or why that is not known.
+pub(crate) fn current_site(history: &PmpiHistory) -> Result<(&PmpiSite, bool), String> {
+    if history.in_call_ns.is_some() {
+        let mut open = history.sites.iter().filter(|s| s.entered > s.completed);
+        return match (open.next(), open.next()) {
+            (Some(site), None) => Ok((site, true)),
+            (None, _) => Err("in a call at no recorded site".into()),
+            (Some(_), Some(_)) => Err("in calls at several sites at once (several threads)".into()),
+        };
+    }
+    let last = history
+        .events
+        .last()
+        .ok_or_else(|| "no MPI call completed yet".to_string())?;
+    let site = last
+        .site
+        .and_then(|i| history.sites.iter().find(|s| s.index == i))
+        .ok_or_else(|| "its last call's site was not recorded".to_string())?;
+    Ok((site, false))
+}
+
+/// A history's transitions by their sites' names (`None`: the thread's start), leaving out
+/// those whose sites it does not name.
+pub(crate) fn named_transitions(
+    history: &PmpiHistory,
+) -> impl Iterator<Item = (Option<String>, String, &PmpiTransition)> {
+    let names: HashMap<u32, String> = history
+        .sites
+        .iter()
+        .map(|s| (s.index, state_name(s)))
+        .collect();
+    history.transitions.iter().filter_map(move |t| {
+        let to = names.get(&t.to)?.clone();
+        let from = match t.from {
+            None => None,
+            Some(f) => Some(names.get(&f)?.clone()),
+        };
+        Some((from, to, t))
+    })
+}
 
 /// A transition: from a site (`None`: the thread's start) to a site.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -92,31 +134,15 @@ impl RankModel {
     /// The model of `rank` from its history. Transitions whose sites the history does not
     /// name are left out.
     pub fn from_history(rank: u32, history: &PmpiHistory) -> RankModel {
-        let names: HashMap<u32, String> = history
-            .sites
-            .iter()
-            .map(|s| (s.index, state_name(s)))
-            .collect();
         let mut out_of: HashMap<Option<u32>, u64> = HashMap::new();
         for t in &history.transitions {
             *out_of.entry(t.from).or_default() += t.count;
         }
         let mut edges = BTreeMap::new();
-        for t in &history.transitions {
-            let Some(to) = names.get(&t.to) else { continue };
-            let from = match t.from {
-                None => None,
-                Some(f) => match names.get(&f) {
-                    Some(name) => Some(name.clone()),
-                    None => continue,
-                },
-            };
+        for (from, to, t) in named_transitions(history) {
             let total = out_of[&t.from].max(1);
             edges.insert(
-                EdgeKey {
-                    from,
-                    to: to.clone(),
-                },
+                EdgeKey { from, to },
                 Edge {
                     count: t.count,
                     probability: t.count as f64 / total as f64,
@@ -127,7 +153,7 @@ impl RankModel {
                 },
             );
         }
-        if let Some((key, edge)) = open_state(history, &names) {
+        if let Some((key, edge)) = open_state(history) {
             edges.insert(key, edge);
         }
         RankModel { rank, edges }
@@ -136,7 +162,7 @@ impl RankModel {
 
 /// The rank's current state as an edge ([`STILL_IN_CALL`], [`STILL_COMPUTING`]), when it
 /// has lasted longer than the longest transition in its history.
-fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(EdgeKey, Edge)> {
+fn open_state(history: &PmpiHistory) -> Option<(EdgeKey, Edge)> {
     let longest_ns = history
         .sites
         .iter()
@@ -147,17 +173,11 @@ fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(Ed
             between.into_iter().chain(within)
         }))
         .max()?;
-    let (site, to, ns) = match (history.in_call_ns, history.since_return_ns) {
-        (Some(ns), _) => {
-            let mut open = history.sites.iter().filter(|s| s.entered > s.completed);
-            let site = open.next()?;
-            if open.next().is_some() {
-                return None; // several threads in calls: no one state
-            }
-            (site.index, STILL_IN_CALL, ns)
-        }
-        (None, Some(ns)) => (history.events.last()?.site?, STILL_COMPUTING, ns),
-        (None, None) => return None,
+    let (site, in_call) = current_site(history).ok()?;
+    let (to, ns) = if in_call {
+        (STILL_IN_CALL, history.in_call_ns?)
+    } else {
+        (STILL_COMPUTING, history.since_return_ns?)
     };
     if ns <= (longest_ns * OPEN_FACTOR).max(longest_ns + OPEN_MARGIN_NS) {
         return None;
@@ -173,7 +193,7 @@ fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(Ed
     };
     Some((
         EdgeKey {
-            from: Some(names.get(&site)?.clone()),
+            from: Some(state_name(site)),
             to: to.to_string(),
         },
         Edge {
@@ -187,7 +207,6 @@ fn open_state(history: &PmpiHistory, names: &HashMap<u32, String>) -> Option<(Ed
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_result::pmpi::PmpiTransition;
 
     pub(crate) fn site(index: u32, call: &str, line: u32) -> PmpiSite {
         PmpiSite {
