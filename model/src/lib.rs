@@ -23,15 +23,26 @@
 //! * [`report`]: both answers on a result ([`RuntimeModel`]), as the verdict shows them
 //!   and `result.json` carries them (`runtime_model`).
 //!
-//! Not yet: AutomaDeD's clustering (K-medoids with BIC) and edge compression in the tree.
+//! * [`compress`](mod@compress): AutomaDeD's graph compression of the chains every rank passes
+//!   through alike, before ranks are compared.
+//! * [`cluster`](mod@cluster): AutomaDeD's clustering: K-medoids on a sample of the models, the
+//!   number of clusters by the Bayesian information criterion, the clusters apart from the
+//!   rest and the ranks far from their medoid.
 
+pub mod cluster;
+pub mod compress;
 pub mod dependence;
+#[cfg(test)]
+mod fixtures;
 pub mod normal;
 pub mod outliers;
 pub mod report;
 pub mod smm;
 
+pub use cluster::{Cluster, Clustering, cluster};
 pub use dependence::Dependence;
-pub use outliers::{Abnormal, Outliers, SAMPLE, abnormal_ranks, dissimilarity, outliers};
+pub use outliers::{
+    Abnormal, Outliers, SAMPLE, abnormal_ranks, dissimilarity, outliers, outliers_of,
+};
 pub use report::RuntimeModel;
 pub use smm::{Edge, EdgeKey, RankModel, Times};

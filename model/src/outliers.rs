@@ -11,11 +11,11 @@
 //! long in the one transition that holds the job's time.
 //!
 //! Nearest neighbours miss a fault that makes several ranks abnormal alike (they are each
-//! other's neighbours when both are sampled); AutomaDeD's clustering does not, and is not
-//! here yet.
+//! other's neighbours when both are sampled); AutomaDeD's clustering does not
+//! ([`crate::cluster`]).
 
 use crate::normal::{self, Normal};
-use crate::smm::{Edge, EdgeKey, RankModel};
+use crate::smm::{Edge, EdgeKey, RankModel, STILL_COMPUTING, STILL_IN_CALL};
 
 /// A transition one model has and the other lacks: more than two present transitions can
 /// differ (probability 1, and each distribution 1), since a different control flow is the
@@ -37,21 +37,26 @@ pub(crate) fn times(a: Option<Normal>, b: Option<Normal>) -> f64 {
     }
 }
 
-/// A rank's time in all its transitions (in calls and between them), in seconds.
+/// A rank's time in all the transitions it made (in calls and between them), in seconds:
+/// not the state it is in when read ([`STILL_IN_CALL`], [`STILL_COMPUTING`]), which would
+/// hold all the time of a rank read seconds into a hang and leave none to weigh how its
+/// transitions differ.
 pub(crate) fn total_time(m: &RankModel) -> f64 {
     m.edges
-        .values()
-        .map(|e| {
+        .iter()
+        .filter(|(k, _)| k.to != STILL_IN_CALL && k.to != STILL_COMPUTING)
+        .map(|(_, e)| {
             let mean = |n: Option<Normal>| n.map_or(0.0, |n| n.mean.max(0.0));
             e.count as f64 * (mean(e.times.within) + mean(e.times.between))
         })
         .sum()
 }
 
-/// A part of an edge's share of its rank's time.
+/// A part of an edge's share of its rank's time (at most all of it: the current state is
+/// not counted in the total).
 fn share(e: &Edge, part: Option<Normal>, total: f64) -> f64 {
     match part {
-        Some(n) if total > 0.0 => e.count as f64 * n.mean.max(0.0) / total,
+        Some(n) if total > 0.0 => (e.count as f64 * n.mean.max(0.0) / total).min(1.0),
         _ => 0.0,
     }
 }
@@ -128,6 +133,16 @@ pub fn contributions(a: &RankModel, b: &RankModel) -> Vec<(EdgeKey, f64)> {
     all
 }
 
+/// The transitions of `abnormal` that differ most from `like`'s, at most [`EDGES_NAMED`]:
+/// AutomaDeD's edge isolation.
+pub(crate) fn isolate(abnormal: &RankModel, like: &RankModel) -> Vec<(EdgeKey, f64)> {
+    contributions(abnormal, like)
+        .into_iter()
+        .filter(|(_, c)| *c > 1e-9)
+        .take(EDGES_NAMED)
+        .collect()
+}
+
 /// How far apart two ranks' models are: the sum of their transitions' differences, each
 /// time weighed by its share of the ranks' time (so the times add up to at most 1), each
 /// transition only one of them makes [`MISSING`].
@@ -135,7 +150,7 @@ pub fn dissimilarity(a: &RankModel, b: &RankModel) -> f64 {
     dissimilarity_of(a, total_time(a), b, total_time(b))
 }
 
-fn dissimilarity_of(a: &RankModel, ta: f64, b: &RankModel, tb: f64) -> f64 {
+pub(crate) fn dissimilarity_of(a: &RankModel, ta: f64, b: &RankModel, tb: f64) -> f64 {
     a.edges
         .iter()
         .map(|(k, e)| edge_difference(Some((e, ta)), b.edges.get(k).map(|e| (e, tb))))
@@ -155,7 +170,7 @@ pub struct Abnormal {
 }
 
 /// The sampled models: all up to [`SAMPLE`], else evenly spread.
-fn sample(n: usize) -> Vec<usize> {
+pub(crate) fn sample(n: usize) -> Vec<usize> {
     if n <= SAMPLE {
         return (0..n).collect();
     }
@@ -183,6 +198,12 @@ pub struct Outliers {
 
 /// [`abnormal_ranks`], with the median distance.
 pub fn outliers(models: &[RankModel], top: usize) -> Outliers {
+    outliers_of(models, models, top)
+}
+
+/// [`outliers`] found on `models` (compressed, [`crate::compress`]), their transitions
+/// named on `originals` (the same ranks, in the same order, uncompressed).
+pub fn outliers_of(models: &[RankModel], originals: &[RankModel], top: usize) -> Outliers {
     if models.len() < 2 {
         return Outliers::default();
     }
@@ -209,11 +230,7 @@ pub fn outliers(models: &[RankModel], top: usize) -> Outliers {
             rank: models[i].rank,
             distance: d,
             nearest: models[s].rank,
-            edges: contributions(&models[i], &models[s])
-                .into_iter()
-                .filter(|(_, c)| *c > 1e-9)
-                .take(EDGES_NAMED)
-                .collect(),
+            edges: isolate(&originals[i], &originals[s]),
         })
         .collect();
     Outliers {
@@ -225,42 +242,7 @@ pub fn outliers(models: &[RankModel], top: usize) -> Outliers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::smm::Times;
-    use std::collections::BTreeMap;
-
-    fn key(from: &str, to: &str) -> EdgeKey {
-        EdgeKey {
-            from: Some(from.into()),
-            to: to.into(),
-        }
-    }
-
-    fn edge(probability: f64, between_s: f64) -> Edge {
-        Edge {
-            count: 100,
-            probability,
-            times: Times {
-                within: Some(Normal {
-                    mean: 1e-4,
-                    sd: 1e-5,
-                }),
-                between: Some(Normal {
-                    mean: between_s,
-                    sd: between_s / 10.0,
-                }),
-            },
-        }
-    }
-
-    /// A halo loop: Irecv -> Isend -> Waitall -> Irecv, with `compute` seconds between
-    /// the waitall and the next receive.
-    fn halo(rank: u32, compute: f64) -> RankModel {
-        let mut edges = BTreeMap::new();
-        edges.insert(key("Irecv", "Isend"), edge(1.0, 1e-6));
-        edges.insert(key("Isend", "Waitall"), edge(1.0, 1e-6));
-        edges.insert(key("Waitall", "Irecv"), edge(1.0, compute));
-        RankModel { rank, edges }
-    }
+    use crate::fixtures::{edge, halo, key};
 
     #[test]
     fn a_slow_rank_is_the_most_abnormal_at_its_computation() {

@@ -4,6 +4,8 @@
 //! own answer and falls back on its least progressed ranks; `result.json` carries it as
 //! `runtime_model` (`docs/FORMATS.md`).
 
+use crate::cluster::{self, Clustering};
+use crate::compress;
 use crate::dependence::Dependence;
 use crate::outliers::{self, Difference, Outliers};
 use crate::smm::{Edge, EdgeKey, RankModel, STILL_COMPUTING, STILL_IN_CALL};
@@ -50,6 +52,24 @@ pub struct AbnormalRank {
     pub transitions: Vec<DifferentTransition>,
 }
 
+/// A rank far from its cluster's medoid.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutlierRank {
+    pub rank: u32,
+    pub medoid: u32,
+    pub distance: f64,
+    /// In spreads of its cluster.
+    pub score: f64,
+    pub transitions: Vec<DifferentTransition>,
+}
+
+/// The ranks' behaviours by clustering ([`crate::cluster`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Behaviours {
+    pub clustering: Clustering,
+    pub outliers: Vec<OutlierRank>,
+}
+
 /// The runtime model of one result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuntimeModel {
@@ -57,8 +77,13 @@ pub struct RuntimeModel {
     pub ranks: RankSet,
     /// Sampled ranks without one (no library, not read, no call yet).
     pub without: RankSet,
+    /// By nearest neighbours.
     pub abnormal: Vec<AbnormalRank>,
     pub median_distance: f64,
+    /// By clustering; `None` for fewer than three ranks.
+    pub behaviours: Option<Behaviours>,
+    /// Transitions per rank before and after compression ([`crate::compress`]), means.
+    pub transitions: (f64, f64),
     /// The progress dependence, or why there is none.
     pub dependence: Result<Dependence, String>,
 }
@@ -150,6 +175,43 @@ fn what(
 /// of it.
 const NEAR: f64 = 0.5;
 
+/// How `mine`'s transitions `edges` differ from `theirs` (rank `like`), as the report
+/// names them.
+fn different(
+    mine: &RankModel,
+    theirs: &RankModel,
+    edges: &[(EdgeKey, f64)],
+) -> Vec<DifferentTransition> {
+    let totals = (outliers::total_time(mine), outliers::total_time(theirs));
+    edges
+        .iter()
+        .map(|(key, difference)| DifferentTransition {
+            from: key.from.clone(),
+            to: key.to.clone(),
+            difference: *difference,
+            what: {
+                let (m, t) = (mine.edges.get(key), theirs.edges.get(key));
+                let by = outliers::difference(m.map(|e| (e, totals.0)), t.map(|e| (e, totals.1)));
+                what(key, m, t, theirs.rank, &by)
+            },
+        })
+        .collect()
+}
+
+fn first_transition(transitions: &[DifferentTransition]) -> String {
+    transitions
+        .first()
+        .map(|t| {
+            format!(
+                ": {} -> {}: {}",
+                t.from.as_deref().unwrap_or("the start"),
+                t.to,
+                t.what
+            )
+        })
+        .unwrap_or_default()
+}
+
 impl RuntimeModel {
     /// The model of `result`'s ranks that have an MPI history; `None` when fewer than two
     /// have one (nothing to compare).
@@ -178,47 +240,51 @@ impl RuntimeModel {
             .iter()
             .map(|&(rank, h)| RankModel::from_history(rank, h))
             .collect();
+        let compressed = compress::compress(&models);
+        let count = |ms: &[RankModel]| {
+            ms.iter().map(|m| m.edges.len()).sum::<usize>() as f64 / ms.len() as f64
+        };
+        let transitions = (count(&models), count(&compressed));
         let by_rank: HashMap<u32, &RankModel> = models.iter().map(|m| (m.rank, m)).collect();
         let Outliers {
             abnormal,
             median_distance,
-        } = outliers::outliers(&models, TOP);
+        } = outliers::outliers_of(&compressed, &models, TOP);
         let abnormal = abnormal
             .into_iter()
-            .map(|a| {
-                let (mine, theirs) = (by_rank[&a.rank], by_rank[&a.nearest]);
-                let totals = (outliers::total_time(mine), outliers::total_time(theirs));
-                AbnormalRank {
-                    rank: a.rank,
-                    distance: a.distance,
-                    nearest: a.nearest,
-                    stands_out: a.distance >= MIN_DISTANCE
-                        && a.distance >= STANDS_OUT * median_distance,
-                    transitions: a
-                        .edges
-                        .iter()
-                        .map(|(key, difference)| DifferentTransition {
-                            from: key.from.clone(),
-                            to: key.to.clone(),
-                            difference: *difference,
-                            what: {
-                                let (m, t) = (mine.edges.get(key), theirs.edges.get(key));
-                                let by = outliers::difference(
-                                    m.map(|e| (e, totals.0)),
-                                    t.map(|e| (e, totals.1)),
-                                );
-                                what(key, m, t, a.nearest, &by)
-                            },
-                        })
-                        .collect(),
-                }
+            .map(|a| AbnormalRank {
+                rank: a.rank,
+                distance: a.distance,
+                nearest: a.nearest,
+                stands_out: a.distance >= MIN_DISTANCE
+                    && a.distance >= STANDS_OUT * median_distance,
+                transitions: different(by_rank[&a.rank], by_rank[&a.nearest], &a.edges),
             })
             .collect();
+        let behaviours = cluster::cluster(&compressed, &models, TOP).map(|clustering| {
+            let outliers = clustering
+                .outliers
+                .iter()
+                .map(|o| OutlierRank {
+                    rank: o.rank,
+                    medoid: o.medoid,
+                    distance: o.distance,
+                    score: o.score,
+                    transitions: different(by_rank[&o.rank], by_rank[&o.medoid], &o.edges),
+                })
+                .collect();
+            Behaviours {
+                clustering,
+                outliers,
+            }
+        });
         Some(RuntimeModel {
             ranks: ranks.iter().map(|&(r, _)| r).collect(),
             without,
             abnormal,
             median_distance,
+            behaviours,
+            transitions,
             dependence: Dependence::of(ranks),
         })
     }
@@ -300,24 +366,19 @@ impl RuntimeModel {
             }),
             standing => {
                 for a in standing {
-                    let first = a.transitions.first();
                     out.push_str(&format!(
                         "    abnormal: rank {} (distance {:.2} from rank {}, median {:.2}){}\n",
                         a.rank,
                         a.distance,
                         a.nearest,
                         self.median_distance,
-                        first
-                            .map(|t| format!(
-                                ": {} -> {}: {}",
-                                t.from.as_deref().unwrap_or("the start"),
-                                t.to,
-                                t.what
-                            ))
-                            .unwrap_or_default()
+                        first_transition(&a.transitions)
                     ));
                 }
             }
+        }
+        if let Some(b) = &self.behaviours {
+            out.push_str(&b.text(max_list));
         }
         if !self.without.is_empty() {
             out.push_str(&format!(
@@ -357,9 +418,88 @@ impl RuntimeModel {
         json!({
             "ranks": format_set(&self.ranks),
             "without_history": format_set(&self.without),
+            "transitions_per_rank": self.transitions.0,
+            "compressed_transitions_per_rank": self.transitions.1,
             "abnormal": self.abnormal,
             "median_distance": self.median_distance,
+            "behaviours": self.behaviours.as_ref().map(Behaviours::to_json),
             "progress": progress,
+        })
+    }
+}
+
+/// Clusters shown in the text, at most.
+const CLUSTERS_SHOWN: usize = 6;
+
+impl Behaviours {
+    fn ranks(&self, cluster: usize) -> RankSet {
+        self.clustering.clusters[cluster]
+            .ranks
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    /// The lines under the nearest neighbours': the clusters, those apart, the outliers.
+    pub fn text(&self, max_list: usize) -> String {
+        let c = &self.clustering;
+        let mut out = String::new();
+        let tried = c.bic.last().map_or(1, |b| b.0);
+        let shown: Vec<String> = (0..c.clusters.len().min(CLUSTERS_SHOWN))
+            .map(|i| {
+                format!(
+                    "[{}] like rank {}",
+                    format_set_shortened(&self.ranks(i), max_list),
+                    c.clusters[i].medoid
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "    behaviours: {} by clustering (k-medoids, k of 1-{tried} by BIC): {}{}\n",
+            c.clusters.len(),
+            shown.join("; "),
+            if c.clusters.len() > CLUSTERS_SHOWN {
+                "; ..."
+            } else {
+                ""
+            }
+        ));
+        for &a in &c.apart {
+            out.push_str(&format!(
+                "    apart: [{}] ({} of {} ranks, {:.2} from the nearest other behaviour)\n",
+                format_set_shortened(&self.ranks(a), max_list),
+                c.clusters[a].ranks.len(),
+                c.clusters.iter().map(|x| x.ranks.len()).sum::<usize>(),
+                c.clusters[a].separation
+            ));
+        }
+        for o in &self.outliers {
+            out.push_str(&format!(
+                "    outlier: rank {} ({:.1} spreads from rank {}){}\n",
+                o.rank,
+                o.score,
+                o.medoid,
+                first_transition(&o.transitions)
+            ));
+        }
+        out
+    }
+
+    /// The `behaviours` object of `runtime_model`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let c = &self.clustering;
+        let finite = |x: f64| if x.is_finite() { json!(x) } else { json!(null) };
+        json!({
+            "bic": c.bic.iter().map(|&(k, bic)| json!({"k": k, "bic": bic})).collect::<Vec<_>>(),
+            "clusters": c.clusters.iter().enumerate().map(|(i, x)| json!({
+                "ranks": format_set(&self.ranks(i)),
+                "medoid": x.medoid,
+                "spread": x.spread,
+                "separation": finite(x.separation),
+            })).collect::<Vec<_>>(),
+            "apart": c.apart.iter().map(|&a| format_set(&self.ranks(a))).collect::<Vec<_>>(),
+            "outliers": self.outliers,
+            "abnormal_ranks": c.abnormal_ranks(),
         })
     }
 }
@@ -367,25 +507,8 @@ impl RuntimeModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::edge;
     use crate::normal::Normal;
-    use crate::smm::Times;
-
-    fn edge(between_s: f64) -> Edge {
-        Edge {
-            count: 10,
-            probability: 1.0,
-            times: Times {
-                within: Some(Normal {
-                    mean: 1e-4,
-                    sd: 1e-5,
-                }),
-                between: Some(Normal {
-                    mean: between_s,
-                    sd: between_s / 20.0,
-                }),
-            },
-        }
-    }
 
     /// `what` for two ranks that each make this one transition.
     fn said(key: &EdgeKey, a: Option<&Edge>, b: Option<&Edge>) -> String {
@@ -406,7 +529,7 @@ mod tests {
             from: Some("MPI_Waitall in main (halo.c:41)".into()),
             to: "MPI_Irecv in main (halo.c:30)".into(),
         };
-        let (slow, mut fast) = (edge(0.020), edge(0.002));
+        let (slow, mut fast) = (edge(1.0, 0.020), edge(1.0, 0.002));
         assert_eq!(
             said(&key, Some(&slow), Some(&fast)),
             "computation between: 20.0 ms vs 2.0 ms"
@@ -422,12 +545,12 @@ mod tests {
         );
         assert_eq!(
             said(&key, None, Some(&fast)),
-            "never made; rank 3 made it 10 times"
+            "never made; rank 3 made it 100 times"
         );
-        let mut rare = edge(0.002);
+        let mut rare = edge(1.0, 0.002);
         rare.probability = 0.25;
         assert_eq!(
-            said(&key, Some(&rare), Some(&edge(0.002))),
+            said(&key, Some(&rare), Some(&edge(1.0, 0.002))),
             "taken 25% vs 100% of the times out of MPI_Waitall"
         );
         assert_eq!(seconds(2.5), "2.50 s");

@@ -8,8 +8,10 @@ and the result is scored as AutomaDeD ("Large scale debugging of parallel tasks 
 AutomaDeD", 2011) and Prodometer ("Accurate application progress analysis for large-scale
 parallel debugging", 2014) score theirs:
 
-- abnormal-rank recall: the injected rank is among the (at most 5) most abnormal ranks;
-  also whether it is the first, and whether it is the only one that stands out;
+- abnormal-rank recall: the injected rank is among the (at most 5) most abnormal ranks
+  by nearest neighbours; also whether it is the first, and whether it is the only one that
+  stands out; and the same for clustering (the ranks of the clusters apart from the rest,
+  then the outliers of the others);
 - least-progressed accuracy: the least progressed ranks include the injected rank;
   precision: the share of the least progressed ranks that are the injected one (0 when
   there are none, or the dependence was not decided); both on the runs that hung;
@@ -157,7 +159,11 @@ def score(result, app, fault, rank):
     lp = set()
     for ranks in progress.get("least_progressed", []):
         lp |= ranks_of(ranks)
+    clustered = (model.get("behaviours") or {}).get("abnormal_ranks", [])
     return {
+        "cluster_top5": rank in clustered[:5],
+        "cluster_top1": bool(clustered) and clustered[0] == rank,
+        "clustered": clustered[:5],
         "top5": rank in abnormal[:5],
         "top1": bool(abnormal) and abnormal[0] == rank,
         "alone": standing == [rank],
@@ -224,9 +230,10 @@ def report(runs, opts):
 
     print(f"{opts.ranks} ranks, {opts.injections} injections per app and fault, seed "
           f"{opts.seed}; 95% intervals in brackets")
-    print("| app | fault | runs | abnormal in top 5 | first | alone standing out | "
+    print("| app | fault | runs | abnormal (NN) in top 5 | first | alone standing out | "
+          "clustering: in top 5 | first | "
           "least progressed: accuracy | precision | verdict right |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     groups = {}
     for r in runs:
         groups.setdefault((r["app"], r["fault"]), []).append(r)
@@ -240,7 +247,7 @@ def report(runs, opts):
             r["verdict_right"] = verdict_right(r["app"], r["fault"], r["rank"], r["verdict"],
                                                r["verdict_ranks"])
         n = len(ok)
-        count = lambda field, rs=ok: sum(1 for r in rs if r[field])
+        count = lambda field, rs=ok: sum(1 for r in rs if r.get(field))
         # Least progressed is a question about a hang: scored on the runs that hung.
         hung = [r for r in ok if hangs(r["app"], r["fault"], r["rank"])]
         lp = (f"{pct(wilson(count('lp_accurate', hung), len(hung)))} | "
@@ -249,7 +256,9 @@ def report(runs, opts):
             lp = lp.replace(" | ", f" of {len(hung)} | ", 1)
         print(f"| {key[0]} | {key[1]} | {n}{'' if n == len(rs) else f' (+{len(rs) - n} failed)'}"
               f" | {pct(wilson(count('top5'), n))} | {pct(wilson(count('top1'), n))}"
-              f" | {pct(wilson(count('alone'), n))} | {lp}"
+              f" | {pct(wilson(count('alone'), n))}"
+              f" | {pct(wilson(count('cluster_top5'), n))} | {pct(wilson(count('cluster_top1'), n))}"
+              f" | {lp}"
               f" | {pct(wilson(count('verdict_right'), n))} |")
     print()
     for what, number in PAPERS.items():
