@@ -44,5 +44,5 @@ pub use dependence::Dependence;
 pub use outliers::{
     Abnormal, Outliers, SAMPLE, abnormal_ranks, dissimilarity, outliers, outliers_of,
 };
-pub use report::RuntimeModel;
+pub use report::{Finding, RuntimeModel};
 pub use smm::{Edge, EdgeKey, RankModel, Times};

@@ -324,24 +324,8 @@ impl RuntimeModel {
             ),
             Ok(d) => {
                 for &lp in d.least_progressed.iter().take(4) {
-                    let class = &d.classes[lp];
-                    let aheads: Vec<usize> = d
-                        .waits_for
-                        .iter()
-                        .filter(|&&(_, b)| b == lp)
-                        .map(|&(a, _)| a)
-                        .collect();
-                    let mut ahead = RankSet::new();
-                    for &a in &aheads {
-                        ahead.union_with(&d.classes[a].ranks);
-                    }
-                    out.push_str(&format!(
-                        "    least progressed: [{}] {}: {}, for [{}]\n",
-                        short(&class.ranks),
-                        class.position.describe(),
-                        d.why_behind(lp, aheads[0]),
-                        short(&ahead)
-                    ));
+                    let (_, evidence) = least_progressed(d, lp, max_list);
+                    out.push_str(&format!("    least progressed: {evidence}\n"));
                 }
             }
         }
@@ -366,14 +350,7 @@ impl RuntimeModel {
             }),
             standing => {
                 for a in standing {
-                    out.push_str(&format!(
-                        "    abnormal: rank {} (distance {:.2} from rank {}, median {:.2}){}\n",
-                        a.rank,
-                        a.distance,
-                        a.nearest,
-                        self.median_distance,
-                        first_transition(&a.transitions)
-                    ));
+                    out.push_str(&format!("    abnormal: {}\n", self.abnormal_evidence(a)));
                 }
             }
         }
@@ -428,6 +405,114 @@ impl RuntimeModel {
     }
 }
 
+/// One thing the runtime model found about some ranks, with its evidence, in the order the
+/// terminal UI steps through them: who is behind, then who behaves unlike the rest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub ranks: RankSet,
+    /// `least progressed`, `abnormal`, `apart` or `outlier`.
+    pub kind: &'static str,
+    /// The line the text report gives it, after its kind.
+    pub evidence: String,
+}
+
+impl RuntimeModel {
+    /// The least progressed classes, the abnormal ranks that stand out, the clusters apart
+    /// and the outliers, each set of ranks once (under its first finding), rank lists
+    /// shortened to `max_list` characters.
+    pub fn findings(&self, max_list: usize) -> Vec<Finding> {
+        let mut out: Vec<Finding> = Vec::new();
+        let mut add = |ranks: RankSet, kind: &'static str, evidence: String| {
+            if !out.iter().any(|f| f.ranks == ranks) {
+                out.push(Finding {
+                    ranks,
+                    kind,
+                    evidence,
+                });
+            }
+        };
+        if let Ok(d) = &self.dependence
+            && d.classes.len() > 1
+        {
+            for &lp in &d.least_progressed {
+                let (ranks, evidence) = least_progressed(d, lp, max_list);
+                add(ranks, "least progressed", evidence);
+            }
+        }
+        for a in self.abnormal.iter().filter(|a| a.stands_out) {
+            add(one(a.rank), "abnormal", self.abnormal_evidence(a));
+        }
+        if let Some(b) = &self.behaviours {
+            for &a in &b.clustering.apart {
+                add(b.ranks(a), "apart", b.apart_evidence(a, max_list));
+            }
+            for o in &b.outliers {
+                add(one(o.rank), "outlier", outlier_evidence(o));
+            }
+        }
+        out
+    }
+
+    /// `rank 7 (distance 0.55 from rank 60, median 0.03): A -> B: ...`.
+    fn abnormal_evidence(&self, a: &AbnormalRank) -> String {
+        format!(
+            "rank {} (distance {:.2} from rank {}, median {:.2}){}",
+            a.rank,
+            a.distance,
+            a.nearest,
+            self.median_distance,
+            first_transition(&a.transitions)
+        )
+    }
+}
+
+fn one(rank: u32) -> RankSet {
+    let mut set = RankSet::new();
+    set.insert(rank);
+    set
+}
+
+/// Class `lp`, least progressed: its ranks, and `[11] after MPI_Reduce ...: iteration 100
+/// of ... vs 101, for [0-10,12-1023]`.
+fn least_progressed(d: &Dependence, lp: usize, max_list: usize) -> (RankSet, String) {
+    let short = |s: &RankSet| format_set_shortened(s, max_list);
+    let class = &d.classes[lp];
+    let aheads: Vec<usize> = d
+        .waits_for
+        .iter()
+        .filter(|&&(_, b)| b == lp)
+        .map(|&(a, _)| a)
+        .collect();
+    let mut ahead = RankSet::new();
+    for &a in &aheads {
+        ahead.union_with(&d.classes[a].ranks);
+    }
+    let why = aheads
+        .first()
+        .map(|&a| format!(": {}", d.why_behind(lp, a)))
+        .unwrap_or_default();
+    (
+        class.ranks.clone(),
+        format!(
+            "[{}] {}{why}, for [{}]",
+            short(&class.ranks),
+            class.position.describe(),
+            short(&ahead)
+        ),
+    )
+}
+
+/// `rank 3 (4.2 spreads from rank 0): A -> B: ...`.
+fn outlier_evidence(o: &OutlierRank) -> String {
+    format!(
+        "rank {} ({:.1} spreads from rank {}){}",
+        o.rank,
+        o.score,
+        o.medoid,
+        first_transition(&o.transitions)
+    )
+}
+
 /// Clusters shown in the text, at most.
 const CLUSTERS_SHOWN: usize = 6;
 
@@ -466,23 +551,26 @@ impl Behaviours {
         ));
         for &a in &c.apart {
             out.push_str(&format!(
-                "    apart: [{}] ({} of {} ranks, {:.2} from the nearest other behaviour)\n",
-                format_set_shortened(&self.ranks(a), max_list),
-                c.clusters[a].ranks.len(),
-                c.clusters.iter().map(|x| x.ranks.len()).sum::<usize>(),
-                c.clusters[a].separation
+                "    apart: {}\n",
+                self.apart_evidence(a, max_list)
             ));
         }
         for o in &self.outliers {
-            out.push_str(&format!(
-                "    outlier: rank {} ({:.1} spreads from rank {}){}\n",
-                o.rank,
-                o.score,
-                o.medoid,
-                first_transition(&o.transitions)
-            ));
+            out.push_str(&format!("    outlier: {}\n", outlier_evidence(o)));
         }
         out
+    }
+
+    /// Cluster `a`, apart from the others: `[12] (1 of 16 ranks, 0.93 from ...)`.
+    fn apart_evidence(&self, a: usize, max_list: usize) -> String {
+        let c = &self.clustering;
+        format!(
+            "[{}] ({} of {} ranks, {:.2} from the nearest other behaviour)",
+            format_set_shortened(&self.ranks(a), max_list),
+            c.clusters[a].ranks.len(),
+            c.clusters.iter().map(|x| x.ranks.len()).sum::<usize>(),
+            c.clusters[a].separation
+        )
     }
 
     /// The `behaviours` object of `runtime_model`.

@@ -7,6 +7,7 @@
 //! [`Step::Run`]: only the loop can leave the screen to run it.
 
 mod find;
+mod model;
 mod panels;
 mod why;
 
@@ -122,6 +123,8 @@ pub struct App {
     verdict: Option<strata_verdict::Verdict>,
     /// Which of the verdict's culprits `w` went to last.
     why_cursor: Option<usize>,
+    /// Which of the runtime model's findings `a` went to last.
+    model_cursor: Option<usize>,
     source: Box<dyn Source>,
     state: ViewState,
     undo: Vec<ViewState>,
@@ -182,6 +185,7 @@ impl App {
             progress,
             verdict: None,
             why_cursor: None,
+            model_cursor: None,
             source,
             state,
             undo: Vec::new(),
@@ -415,6 +419,7 @@ impl App {
             KeyCode::Char('P') => self.progress_dialog(),
             KeyCode::Char('w') => self.why(),
             KeyCode::Char('W') => self.why_dialog(),
+            KeyCode::Char('a') => self.abnormal(),
             KeyCode::Char('?') => self.open_help(),
             KeyCode::Char('q') => return Step::Quit,
             KeyCode::Esc => self.search = None,
@@ -961,6 +966,7 @@ impl App {
                     self.progress = None;
                     self.verdict = None;
                     self.why_cursor = None;
+                    self.model_cursor = None;
                     let state = self.state.clone();
                     if state.progress {
                         self.read_loop_variables(&state);

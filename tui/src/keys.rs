@@ -54,6 +54,7 @@ pub const KEYS: &[(&str, &[KeyHelp])] = &[
             k("P", "the progress order: classes and why"),
             k("w", "why it hangs: go to the ranks it names (again: next)"),
             k("W", "why it hangs: the verdict and its evidence"),
+            k("a", "MPI histories: ranks behind or abnormal (again: next)"),
             k("[ ]", "leaf with the shortest / longest path"),
             k("< >", "leaf with the least / most tasks"),
         ],

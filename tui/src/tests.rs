@@ -1007,3 +1007,97 @@ fn v_reads_a_variable_of_the_selected_function_in_its_ranks() {
     press(&mut saved, "jjjvit<Enter>");
     assert!(is_error(&saved) && message(&saved).contains("was not read in this saved result"));
 }
+
+/// The ring with MPI histories, as strata's PMPI library would have kept them: every rank
+/// looping on a receive from its left and a send to its right, 1 ms of computation between,
+/// all blocked in the receive for 5 s but rank 1, computing after its send for 5 s (the
+/// ring example's rank 1 sleeps outside MPI).
+fn ring_with_histories() -> App {
+    use strata_result::pmpi::{
+        PmpiEvent, PmpiHistory, PmpiRecord, PmpiSite, PmpiTimes, PmpiTransition,
+    };
+    let times = |ns: u64| PmpiTimes {
+        mean_ns: ns,
+        sd_ns: ns / 10,
+        max_ns: ns * 3 / 2,
+    };
+    let mut result = ring_result();
+    for r in &mut result.meta.ranks {
+        let stuck = r.rank == 1;
+        let site = |index: u32, call: &str, line: u32| PmpiSite {
+            index,
+            call: call.into(),
+            address: 0x40_1000 + 16 * u64::from(index),
+            function: Some("main".into()),
+            file: Some("ring.c".into()),
+            line: Some(line),
+            entered: 100 + u64::from(index == 0 && !stuck),
+            completed: 100,
+            ..PmpiSite::default()
+        };
+        let step = |from: u32, to: u32, count: u64, between: u64| PmpiTransition {
+            from: Some(from),
+            to,
+            count,
+            between: Some(times(between)),
+            within: Some(times(20_000)),
+        };
+        let history = PmpiHistory {
+            sites: vec![site(0, "MPI_Recv", 20), site(1, "MPI_Send", 22)],
+            transitions: vec![
+                PmpiTransition {
+                    from: None,
+                    to: 0,
+                    count: 1,
+                    ..PmpiTransition::default()
+                },
+                step(0, 1, 100, 1_000_000),
+                step(1, 0, if stuck { 99 } else { 100 }, 1_000_000),
+            ],
+            events: vec![PmpiEvent {
+                call: "MPI_Send".into(),
+                site: Some(1),
+                ..PmpiEvent::default()
+            }],
+            calls: 200,
+            in_call_ns: (!stuck).then_some(5_000_000_000),
+            since_return_ns: stuck.then_some(5_000_000_000),
+            ..PmpiHistory::default()
+        };
+        r.pmpi = Some(PmpiRecord {
+            history: Some(history),
+            ..PmpiRecord::default()
+        });
+    }
+    App::new(result, Box::new(Saved), raw(), "node1")
+}
+
+#[test]
+fn a_goes_to_the_ranks_the_mpi_histories_single_out() {
+    let mut app = ring_with_histories();
+    press(&mut app, "a");
+    assert!(!is_error(&app), "{}", message(&app));
+    let node = app.selected().expect("a selection");
+    let ranks: Vec<u32> = app.display().tree.node(node).tasks.iter().collect();
+    assert_eq!(ranks, [1], "{} · {}", selected(&app), message(&app));
+    // Rank 1 is behind the others by its history, and unlike them.
+    assert!(
+        message(&app).starts_with("least progressed: [1] after MPI_Send in main (ring.c:22)"),
+        "{}",
+        message(&app)
+    );
+    // Its abnormal and apart findings name the same rank: shown once, so `a` again stays.
+    let first = message(&app);
+    assert!(!first.contains("a: next"), "{first}");
+    press(&mut app, "kka");
+    assert_eq!(message(&app), first);
+    assert_eq!(app.selected(), Some(node));
+    // A result without histories says how to get them.
+    let mut plain = ring_app();
+    press(&mut plain, "a");
+    assert!(
+        message(&plain).starts_with("no MPI histories in this result"),
+        "{}",
+        message(&plain)
+    );
+}

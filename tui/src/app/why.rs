@@ -11,7 +11,7 @@ use strata_verdict::Verdict;
 
 impl App {
     /// The verdict on the current result, computed when first asked for.
-    fn verdict(&mut self) -> &Verdict {
+    pub(super) fn verdict(&mut self) -> &Verdict {
         if self.verdict.is_none() {
             if self.source.live() {
                 self.read_verdict_variables();
