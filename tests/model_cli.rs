@@ -135,6 +135,40 @@ fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
                 && line.ends_with("vs 42, for [1,3]"),
             "{stack:?}: {line}"
         );
+        // Through a tree of commnodes (four daemons, fanout 2), where the call sites'
+        // places travel once per subtree: the same places and the same answer.
+        let (code, text, err) = parts(&strata(&[
+            "attach",
+            "--launcher-pid",
+            &launcher,
+            "-n",
+            "3",
+            "--daemons",
+            "4",
+            "--fanout",
+            "2",
+            "--json",
+            "--no-files",
+        ]));
+        assert_eq!(code, 0, "{stack:?}: {err}");
+        let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let model = &tree["runtime_model"];
+        assert_eq!(
+            model["progress"]["least_progressed"],
+            serde_json::json!(["2"]),
+            "{stack:?} through the tree: {model:#}"
+        );
+        assert_eq!(model["abnormal"][0]["rank"], 2, "{stack:?}: {model:#}");
+        for rank in tree["ranks"].as_array().unwrap() {
+            let sites = rank["pmpi"]["history"]["sites"].as_array().unwrap();
+            assert!(
+                sites.iter().all(|s| s["file"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with("model_halo.c"))
+                    && s["call"].as_str().is_some_and(|c| c.starts_with("MPI_"))),
+                "{stack:?}: {sites:#?}"
+            );
+        }
         for &pid in &job.ranks {
             target::assert_free(pid);
         }

@@ -9,6 +9,7 @@
 
 use prost::Message;
 use strata_filters::dense::DenseBits;
+use strata_filters::places::{self, Places};
 use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
@@ -145,6 +146,7 @@ fn check(
     {
         return Err("sent a missing range outside its tasks".into());
     }
+    places::check(&reply)?;
     Ok(Checked { trees, reply })
 }
 
@@ -275,13 +277,15 @@ pub fn merge_sample_trees(
         Merger::Runs(ConcatMerge::new(), ConcatMerge::new())
     };
     let mut out = SampleReply::default();
+    let mut places = Places::default();
     let mut offset = 0u32;
     let mut samples: Option<u32> = None;
     for &(i, tasks, answer) in children {
         match decode::<SampleReply>(answer).and_then(|r| check(r, tasks, dense, limits)) {
             Ok(c) => {
                 merger.push(c.trees);
-                let r = c.reply;
+                let mut r = c.reply;
+                places.absorb(&mut r.notes, &r.pmpi_places);
                 out.threads.extend(r.threads.into_iter().map(|mut t| {
                     t.task += offset;
                     t
@@ -321,6 +325,7 @@ pub fn merge_sample_trees(
         offset += tasks;
     }
     out.samples = samples.unwrap_or(0);
+    out.pmpi_places = places.into_table();
     Merged {
         trees: merger.finish(),
         reply: out,
@@ -406,8 +411,69 @@ mod tests {
             started_us: 10,
             finished_us: 20,
             stats: vec![],
+            pmpi_places: vec![],
         }
         .encode_to_vec())
+    }
+
+    /// A daemon's reply for two tasks that called MPI at `calls` (one site each), interned.
+    fn with_sites(calls: &[&str]) -> SampleReply {
+        use strata_proto::overlay::{PmpiHistoryNote, PmpiNote, PmpiSiteNote};
+        let note = TaskNote {
+            pmpi: Some(PmpiNote {
+                history: Some(PmpiHistoryNote {
+                    sites: calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| PmpiSiteNote {
+                            index: i as u32,
+                            call: c.to_string(),
+                            file: Some("/home/user/src/halo.c".into()),
+                            line: Some(30 + i as u32),
+                            ..PmpiSiteNote::default()
+                        })
+                        .collect(),
+                    ..PmpiHistoryNote::default()
+                }),
+                ..PmpiNote::default()
+            }),
+            ..TaskNote::default()
+        };
+        let tree = two_tasks("MPI_Barrier");
+        let mut r = SampleReply {
+            tree_2d: Some(wire::encode(&tree)),
+            tree_3d: Some(wire::encode(&tree)),
+            notes: vec![note; 2],
+            samples: 1,
+            ..SampleReply::default()
+        };
+        places::intern(&mut r);
+        r
+    }
+
+    #[test]
+    fn call_site_places_go_up_once_per_subtree_and_bad_ones_are_refused() {
+        let a: Answer = Ok(with_sites(&["MPI_Irecv", "MPI_Waitall"]).encode_to_vec());
+        let b: Answer = Ok(with_sites(&["MPI_Irecv", "MPI_Barrier"]).encode_to_vec());
+        let mut bad = with_sites(&["MPI_Recv"]);
+        bad.pmpi_places.clear();
+        let bad: Answer = Ok(bad.encode_to_vec());
+        let kids = [(0, 2, &a), (1, 2, &b), (2, 2, &bad)];
+        let mut out = merge_sample(&kids, &|i| format!("daemon {i}"), false, &Limits::default());
+        // The four tasks of the good children share three places; the bad child is lost.
+        assert_eq!(out.pmpi_places.len(), 3, "{:?}", out.pmpi_places);
+        assert_eq!(out.missing.len(), 1);
+        assert!(out.missing[0].reason.contains("place"), "{:?}", out.missing);
+        places::inline(&mut out);
+        let calls: Vec<Vec<String>> = out.notes[..4]
+            .iter()
+            .map(|n| {
+                let h = n.pmpi.as_ref().unwrap().history.as_ref().unwrap();
+                h.sites.iter().map(|s| s.call.clone()).collect()
+            })
+            .collect();
+        assert_eq!(calls[1], ["MPI_Irecv", "MPI_Waitall"]);
+        assert_eq!(calls[2], ["MPI_Irecv", "MPI_Barrier"]);
     }
 
     fn two_tasks(f: &str) -> PrefixTree<TaskRuns> {

@@ -753,9 +753,9 @@ fn unix_us(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// What a daemon sends up after sampling.
+/// What a daemon sends up after sampling, its call sites' places in one table.
 pub fn sample_reply(s: &Sampled) -> SampleReply {
-    SampleReply {
+    let mut reply = SampleReply {
         tree_2d: Some(wire::encode(&s.tree_2d)),
         tree_3d: Some(wire::encode(&s.tree_3d)),
         threads: s
@@ -786,7 +786,10 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
         started_us: unix_us(s.started),
         finished_us: unix_us(s.finished),
         stats: vec![],
-    }
+        pmpi_places: vec![],
+    };
+    strata_filters::places::intern(&mut reply);
+    reply
 }
 
 /// A task's PMPI record and its history, when both were read.
@@ -909,6 +912,7 @@ fn history_note(
                 found_nothing: site.found_nothing,
                 seconds_in: seconds(site.ticks_in as f64),
                 longest_s: seconds(site.ticks_max as f64),
+                place: None,
             })
             .collect(),
         transitions: h

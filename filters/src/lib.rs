@@ -21,6 +21,7 @@ pub mod dense;
 pub mod frame;
 pub mod merge;
 pub mod mpi;
+pub mod places;
 pub mod remap;
 pub mod start_up;
 pub mod synth;

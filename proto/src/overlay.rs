@@ -418,6 +418,24 @@ pub struct SampleReply {
     /// What each node of the subtree spent on this reply (measurements; `strata bench`).
     #[prost(message, repeated, tag = "9")]
     pub stats: Vec<NodeStat>,
+    /// The places of the subtree's MPI call sites, each once: the notes' history sites name
+    /// theirs by index ([`PmpiSiteNote::place`]). Ranks of one program share them, so they
+    /// travel once per subtree rather than once per rank (`strata_filters::places`).
+    #[prost(message, repeated, tag = "10")]
+    pub pmpi_places: Vec<PmpiPlaceNote>,
+}
+
+/// Where the program called an MPI function: the call, and its function, file and line.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PmpiPlaceNote {
+    #[prost(string, tag = "1")]
+    pub call: String,
+    #[prost(string, optional, tag = "2")]
+    pub function: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub file: Option<String>,
+    #[prost(uint32, optional, tag = "4")]
+    pub line: Option<u32>,
 }
 
 /// One tree node's cost for one sample reply.
@@ -588,6 +606,10 @@ pub struct PmpiSiteNote {
     pub seconds_in: Option<f64>,
     #[prost(double, optional, tag = "11")]
     pub longest_s: Option<f64>,
+    /// Its place in the reply's [`SampleReply::pmpi_places`]; when set, `call`,
+    /// `function`, `file` and `line` are not.
+    #[prost(uint32, optional, tag = "12")]
+    pub place: Option<u32>,
 }
 
 /// Times of one transition's part: summed, squares summed, the longest (seconds).

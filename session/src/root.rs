@@ -415,8 +415,9 @@ impl Session {
         let taking_part = merge::taking_part(&self.counts, &answers);
         let describe = |i| self.root.describe(i);
         // The root is the merge's only user: its trees stay decoded.
-        let sampled =
+        let mut sampled =
             merge::merge_sample_trees(&taking_part, &describe, s.dense, &Limits::default());
+        strata_filters::places::inline(&mut sampled.reply);
         self.timings.push(("merge at the root", t.elapsed()));
         self.bar.phase("sampled");
         if self.stopped().is_some() {

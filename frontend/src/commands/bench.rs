@@ -494,6 +494,7 @@ fn sample_reply(job: &SynthJob, d: u32, level: u32, dense: bool) -> Vec<u8> {
         started_us: 0,
         finished_us: 0,
         stats: vec![],
+        pmpi_places: vec![],
     };
     let bytes_out = strata_proto::Message::encoded_len(&reply) as u64;
     reply.stats.push(NodeStat {
