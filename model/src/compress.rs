@@ -104,7 +104,7 @@ fn chain_states(models: &[RankModel]) -> BTreeSet<String> {
     chain
 }
 
-/// Each model with its common chains compressed ([`chain_states`]), in the same order.
+/// Each model with its common chains compressed (`chain_states`), in the same order.
 pub fn compress(models: &[RankModel]) -> Vec<RankModel> {
     let chain = chain_states(models);
     if chain.is_empty() {

@@ -12,7 +12,7 @@
 //!
 //! Nearest neighbours miss a fault that makes several ranks abnormal alike (they are each
 //! other's neighbours when both are sampled); AutomaDeD's clustering does not
-//! ([`crate::cluster`]).
+//! ([`mod@crate::cluster`]).
 
 use crate::normal::{self, Normal};
 use crate::smm::{Edge, EdgeKey, RankModel, STILL_COMPUTING, STILL_IN_CALL};

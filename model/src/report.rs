@@ -63,7 +63,7 @@ pub struct OutlierRank {
     pub transitions: Vec<DifferentTransition>,
 }
 
-/// The ranks' behaviours by clustering ([`crate::cluster`]).
+/// The ranks' behaviours by clustering ([`mod@crate::cluster`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviours {
     pub clustering: Clustering,
