@@ -14,7 +14,7 @@ mod support;
 mod target;
 
 use mpi::MpiJob;
-use pmpi_library::{attach_json, library};
+use pmpi_library::{attach_json, attach_json_with, library};
 use serde_json::Value;
 use stacks::Stack;
 use std::sync::{Mutex, MutexGuard};
@@ -137,21 +137,7 @@ fn the_runtime_model_puts_a_hung_rank_of_a_halo_exchange_least_progressed() {
         );
         // Through a tree of commnodes (four daemons, fanout 2), where the call sites'
         // places travel once per subtree: the same places and the same answer.
-        let (code, text, err) = parts(&strata(&[
-            "attach",
-            "--launcher-pid",
-            &launcher,
-            "-n",
-            "3",
-            "--daemons",
-            "4",
-            "--fanout",
-            "2",
-            "--json",
-            "--no-files",
-        ]));
-        assert_eq!(code, 0, "{stack:?}: {err}");
-        let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let tree = attach_json_with(&job, 3, stack, &["--daemons", "4", "--fanout", "2"]);
         let model = &tree["runtime_model"];
         assert_eq!(
             model["progress"]["least_progressed"],

@@ -20,9 +20,14 @@ pub fn library() -> PathBuf {
 
 /// `strata attach --json` on `job` with `samples` samples: the result.
 pub fn attach_json(job: &MpiJob, samples: u32, stack: Stack) -> Value {
+    attach_json_with(job, samples, stack, &[])
+}
+
+/// As [`attach_json`], with more options (`--daemons 4 --fanout 2`).
+pub fn attach_json_with(job: &MpiJob, samples: u32, stack: Stack, more: &[&str]) -> Value {
     let launcher = job.mpirun.id().to_string();
     let samples = samples.to_string();
-    let (code, text, err) = parts(&strata(&[
+    let mut args = vec![
         "attach",
         "--launcher-pid",
         &launcher,
@@ -30,7 +35,9 @@ pub fn attach_json(job: &MpiJob, samples: u32, stack: Stack) -> Value {
         &samples,
         "--json",
         "--no-files",
-    ]));
+    ];
+    args.extend_from_slice(more);
+    let (code, text, err) = parts(&strata(&args));
     assert_eq!(code, 0, "{stack:?}: {err}");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{stack:?}: {e}: {text}"))
 }
