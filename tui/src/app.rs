@@ -419,7 +419,7 @@ impl App {
             KeyCode::Char('P') => self.progress_dialog(),
             KeyCode::Char('w') => self.why(),
             KeyCode::Char('W') => self.why_dialog(),
-            KeyCode::Char('a') => self.abnormal(),
+            KeyCode::Char('a') => self.singled_out(),
             KeyCode::Char('?') => self.open_help(),
             KeyCode::Char('q') => return Step::Quit,
             KeyCode::Esc => self.search = None,

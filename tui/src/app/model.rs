@@ -8,7 +8,7 @@ use super::App;
 
 impl App {
     /// `a`: selects where the next ranks the runtime model singles out end.
-    pub(super) fn abnormal(&mut self) {
+    pub(super) fn singled_out(&mut self) {
         let cursor = self.model_cursor;
         let findings = match &self.verdict().runtime {
             Some(model) => model.findings(40),
