@@ -40,6 +40,7 @@ pub mod images;
 pub mod memory;
 pub mod pmpi;
 pub mod procfs;
+pub mod python;
 pub mod sampler;
 pub mod stack_text;
 pub mod stacks;

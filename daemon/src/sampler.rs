@@ -22,9 +22,13 @@ use crate::discovery::Task;
 use crate::images::{AddressSpace, ImageCache};
 use crate::memory::ProcessMemory;
 use crate::procfs::{Mapping, Pid};
+use crate::python::frames::PythonFrames;
+use crate::python::{PyThread, cython, interleave};
 use crate::stacks::{self, TaskStacks, ThreadStack};
 use crate::symbols::{DebugSource, Symbolizer};
 use crate::unwind::{FrameKind, UnwoundStack, WalkEnd};
+use strata_filters::CodeKind;
+use strata_filters::start_up::is_start_up_name;
 use strata_proto::sampling::Sampling;
 
 /// How to sample.
@@ -87,6 +91,9 @@ pub struct TaskReport {
     /// The state strata's PMPI library published in the task, read right after its last
     /// sample; `None` when the task has not loaded the library.
     pub pmpi: Option<Result<crate::pmpi::PmpiRead, String>>,
+    /// The task's CPython at its last sample: its version (`3.11.7`), or why its Python
+    /// frames could not be read; `None` when it runs no Python.
+    pub python: Option<Result<String, String>>,
 }
 
 /// A sampled thread: thread indices in the trees index [`Sampled::threads`].
@@ -163,6 +170,8 @@ pub struct Sampler {
     /// mappings stay the same, because loading one opens and stats every mapped file
     /// (measured: 83 opens a task a sample, most of the sampler's system time).
     spaces: HashMap<Pid, (Vec<Mapping>, Arc<AddressSpace>)>,
+    /// Each task's Python interpreter, its code objects and the Python trace frames.
+    python: PythonFrames,
 }
 
 impl Sampler {
@@ -173,6 +182,7 @@ impl Sampler {
             frames: HashMap::new(),
             calls: HashMap::new(),
             spaces: HashMap::new(),
+            python: PythonFrames::default(),
         }
     }
 
@@ -357,14 +367,16 @@ impl Sampler {
         loop {
             let live = ProcessMemory::new(pid);
             let space = self.space_for(&capture, &live);
-            let stacks = stacks::unwind_threads(&capture, space, &live, options.max_frames, &|t| {
-                all_threads || t.tid == pid
-            });
+            let mut stacks =
+                stacks::unwind_threads(&capture, space, &live, options.max_frames, &|t| {
+                    all_threads || t.tid == pid
+                });
             let complete = stacks
                 .threads
                 .first()
                 .is_none_or(|t| !matches!(&t.stack, Ok(s) if matches!(s.end, WalkEnd::Error(_))));
             if complete || attempt >= options.retries {
+                stacks.python = self.python.read(pid, &stacks.space, &live);
                 return Ok((capture, stacks));
             }
             attempt += 1;
@@ -375,7 +387,10 @@ impl Sampler {
             {
                 Ok(c) => capture = c,
                 // Gone since: keep the sample we have.
-                Err(_) => return Ok((capture, stacks)),
+                Err(_) => {
+                    stacks.python = self.python.read(pid, &stacks.space, &live);
+                    return Ok((capture, stacks));
+                }
             }
         }
     }
@@ -402,8 +417,16 @@ impl Sampler {
             if !is_main && matches!(thread.stack, Err(ThreadError::Exited)) {
                 continue;
             }
-            let inner_first = self.thread_frames(&stacks.space, thread);
+            let python = python_thread(stacks, thread);
+            let inner_first = self.thread_frames(&stacks.space, thread, python);
             if is_main {
+                report.python = stacks.python.as_ref().map(|p| match p {
+                    Ok(p) => match &p.threads {
+                        Ok(_) => Ok(p.interpreter.version_text()),
+                        Err(e) => Err(format!("Python {}: {e}", p.interpreter.version_text())),
+                    },
+                    Err(why) => Err(why.clone()),
+                });
                 report.state = Some(thread.info.state);
                 report.kernel_wait = thread
                     .info
@@ -448,9 +471,14 @@ impl Sampler {
 
     /// A thread's frames, innermost first (inlined calls before their physical frame),
     /// ending with a special frame when the walk did not reach the outermost frame.
-    fn thread_frames(&mut self, space: &AddressSpace, thread: &ThreadStack) -> Vec<Arc<Frame>> {
+    fn thread_frames(
+        &mut self,
+        space: &AddressSpace,
+        thread: &ThreadStack,
+        python: Option<&PyThread>,
+    ) -> Vec<Arc<Frame>> {
         match &thread.stack {
-            Ok(stack) => self.stack_frames(space, stack),
+            Ok(stack) => self.stack_frames(space, stack, python),
             // The state /proc gave when the deadline passed: only a D is a kernel wait.
             Err(ThreadError::DidNotStop(_, 'D')) => {
                 vec![Arc::new(Frame::Special(Special::Uninterruptible))]
@@ -463,24 +491,79 @@ impl Sampler {
         }
     }
 
-    fn stack_frames(&mut self, space: &AddressSpace, stack: &UnwoundStack) -> Vec<Arc<Frame>> {
+    fn stack_frames(
+        &mut self,
+        space: &AddressSpace,
+        stack: &UnwoundStack,
+        python: Option<&PyThread>,
+    ) -> Vec<Arc<Frame>> {
         let mut out = Vec::with_capacity(stack.frames.len() + 2);
-        for (i, f) in stack.frames.iter().enumerate() {
-            let frames = self.frames_at(space, f.lookup_pc);
+        let physical: Vec<SharedFrames> = stack
+            .frames
+            .iter()
+            .map(|f| self.frames_at(space, f.lookup_pc))
+            .collect();
+        let mut inserts = self.python_inserts(&physical, python);
+        for (i, frames) in physical.iter().enumerate() {
+            if let Some(py) = inserts.remove(&i) {
+                out.extend(py);
+            }
             out.extend(frames.iter().cloned());
             if let Some(call) = stack
                 .frames
                 .get(i + 1)
-                .and_then(|caller| self.recovered_call(space, &frames, caller))
+                .and_then(|caller| self.recovered_call(space, frames, caller))
             {
                 out.push(call);
             }
+        }
+        if let Some(py) = inserts.remove(&physical.len()) {
+            out.extend(py);
         }
         match stack.end {
             WalkEnd::Outermost => {}
             WalkEnd::Truncated => out.push(Arc::new(Frame::Special(Special::Truncated))),
             WalkEnd::Error(_) if out.last().is_some_and(|f| is_entry_point(f)) => {}
             WalkEnd::Error(_) => out.push(Arc::new(Frame::Special(Special::UnwindError))),
+        }
+        out
+    }
+
+    /// The Python frames of `python` to put just inside which of a thread's native frames
+    /// (`physical`, innermost first; the index `physical.len()` is the outer end), as
+    /// trace frames, innermost first ([`interleave`]).
+    fn python_inserts(
+        &mut self,
+        physical: &[SharedFrames],
+        python: Option<&PyThread>,
+    ) -> HashMap<usize, Vec<Arc<Frame>>> {
+        let Some(thread) = python.filter(|t| !t.frames.is_empty()) else {
+            return HashMap::new();
+        };
+        fn function(frames: &SharedFrames) -> Option<&str> {
+            frames
+                .last()
+                .and_then(|f| f.code())
+                .filter(|c| c.kind == CodeKind::Interpreter)
+                .map(|c| c.function.as_deref().unwrap_or(""))
+        }
+        let interpreter: Vec<usize> = (0..physical.len())
+            .filter(|&i| function(&physical[i]).is_some())
+            .collect();
+        let evaluators: Vec<usize> = interpreter
+            .iter()
+            .copied()
+            .filter(|&i| function(&physical[i]).is_some_and(interleave::is_evaluator))
+            .collect();
+        let mut out = HashMap::new();
+        for (at, range) in
+            interleave::place(&thread.frames, &evaluators, &interpreter, physical.len())
+        {
+            let frames: Vec<Arc<Frame>> = thread.frames[range]
+                .iter()
+                .map(|f| self.python.frame(f))
+                .collect();
+            out.entry(at).or_insert_with(Vec::new).extend(frames);
         }
         out
     }
@@ -492,24 +575,42 @@ impl Sampler {
             .iter()
             .map(|t| match &t.stack {
                 Ok(s) => Ok(ThreadFrames {
-                    frames: s
-                        .frames
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| {
-                            let mut frames = self.frames_at(&stacks.space, f.lookup_pc);
-                            if let Some(call) = s.frames.get(i + 1).and_then(|caller| {
-                                self.recovered_call(&stacks.space, &frames, caller)
-                            }) {
-                                frames = frames.iter().cloned().chain([call]).collect();
-                            }
-                            PhysicalFrame {
-                                pc: f.pc,
-                                kind: f.kind,
-                                frames,
-                            }
-                        })
-                        .collect(),
+                    frames: {
+                        let physical: Vec<SharedFrames> = s
+                            .frames
+                            .iter()
+                            .map(|f| self.frames_at(&stacks.space, f.lookup_pc))
+                            .collect();
+                        let mut inserts = self.python_inserts(&physical, python_thread(stacks, t));
+                        let mut outer = inserts.remove(&physical.len());
+                        let mut frames: Vec<PhysicalFrame> = s
+                            .frames
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| {
+                                let mut frames = physical[i].clone();
+                                if let Some(py) = inserts.remove(&i) {
+                                    frames = py.into_iter().chain(frames.iter().cloned()).collect();
+                                }
+                                if let Some(call) = s.frames.get(i + 1).and_then(|caller| {
+                                    self.recovered_call(&stacks.space, &frames, caller)
+                                }) {
+                                    frames = frames.iter().cloned().chain([call]).collect();
+                                }
+                                PhysicalFrame {
+                                    pc: f.pc,
+                                    kind: f.kind,
+                                    frames,
+                                }
+                            })
+                            .collect();
+                        // Python frames with no native frame to go in: at the outer end,
+                        // on the outermost frame.
+                        if let (Some(py), Some(last)) = (outer.take(), frames.last_mut()) {
+                            last.frames = last.frames.iter().cloned().chain(py).collect();
+                        }
+                        frames
+                    },
                     end: s.end.clone(),
                 }),
                 Err(e) => Err(e.clone()),
@@ -517,11 +618,14 @@ impl Sampler {
             .collect()
     }
 
-    /// Unwinds every thread of a capture with this sampler's caches.
+    /// Unwinds every thread of a capture with this sampler's caches, and reads its Python
+    /// threads if it runs Python.
     pub fn unwind(&mut self, capture: &TaskCapture, max_frames: usize) -> TaskStacks {
         let live = ProcessMemory::new(capture.pid);
         let space = self.space_for(capture, &live);
-        stacks::unwind_threads(capture, space, &live, max_frames, &|_| true)
+        let mut stacks = stacks::unwind_threads(capture, space, &live, max_frames, &|_| true);
+        stacks.python = self.python.read(capture.pid, &stacks.space, &live);
+        stacks
     }
 
     /// The task's address space, loaded again only when its mappings changed.
@@ -611,25 +715,52 @@ impl Sampler {
             path: m.path.trim_end_matches(" (deleted)").to_string(),
             build_id: m.image().and_then(|i| i.build_id.clone()),
         };
+        let in_interpreter = self.python.is_interpreter_image(&module.path);
         let frames: SharedFrames = self
             .symbols
             .symbolize(m, svma)
             .iter()
             .map(|s| {
+                // Cython's functions (mpi4py's methods) by their Python names.
+                let function = s.function.as_deref().map(|f| {
+                    if f.starts_with("__pyx_") {
+                        cython::python_name(f, &module.path).unwrap_or_else(|| f.to_string())
+                    } else {
+                        f.to_string()
+                    }
+                });
+                // The interpreter's code but its `main` and start-up frames, which views
+                // treat as a C program's.
+                let kind = if in_interpreter
+                    && !function
+                        .as_deref()
+                        .is_some_and(|f| f == "main" || is_start_up_name(f))
+                {
+                    CodeKind::Interpreter
+                } else {
+                    CodeKind::Native
+                };
                 Arc::new(Frame::Code(CodeFrame {
-                    function: s.function.clone(),
+                    function,
                     module: Some(module.clone()),
                     offset: Some(svma),
                     file: s.file.clone(),
                     line: s.line,
                     inlined: s.inlined,
                     recovered: false,
+                    kind,
                 }))
             })
             .collect();
         self.frames.insert(key, frames.clone());
         frames
     }
+}
+
+/// The Python thread state of a captured thread, if its process runs Python.
+fn python_thread<'a>(stacks: &'a TaskStacks, thread: &ThreadStack) -> Option<&'a PyThread> {
+    let python = stacks.python.as_ref()?.as_ref().ok()?;
+    python.thread(thread.info.tid, thread.fs_base)
 }
 
 /// A capture kept only to print its threads: its stack copies (up to 512 KiB a thread,

@@ -73,7 +73,10 @@ fn render_thread(out: &mut String, stack: &ThreadFrames) {
             .unwrap_or(count.saturating_sub(1));
         for (i, frame) in physical.frames.iter().enumerate() {
             // Inlined calls share the physical frame's pc: gdb shows it once.
-            let pc = if i == own {
+            let pc = if frame.is_python() {
+                // Run by the evaluator's C frame it is listed with, as py-spy shows it.
+                format!("{:<18}", "(python)")
+            } else if i == own {
                 format!("{:#018x}", physical.pc)
             } else if i > own {
                 format!("{:<18}", "(called)")
@@ -120,8 +123,11 @@ fn describe(frame: &Frame) -> String {
     if let (Some(file), Some(line)) = (&c.file, c.line) {
         let _ = write!(s, " at {file}:{line}");
     }
-    if let Some(m) = &c.module {
+    // A Python frame's module is its file, already shown.
+    if let Some(m) = c.module.as_ref().filter(|_| !frame.is_python()) {
         let _ = write!(s, " ({})", m.basename());
+    } else if frame.is_python() && c.line.is_none() {
+        let _ = write!(s, " in {}", c.file.as_deref().unwrap_or("?"));
     }
     s
 }

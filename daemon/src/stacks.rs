@@ -19,6 +19,8 @@ pub const DEFAULT_MAX_FRAMES: usize = 512;
 pub struct ThreadStack {
     pub info: ThreadInfo,
     pub stack: Result<UnwoundStack, ThreadError>,
+    /// The thread pointer at the capture (0 without registers): glibc's `pthread_t`.
+    pub fs_base: u64,
 }
 
 /// Every thread of a captured task, unwound.
@@ -30,6 +32,9 @@ pub struct TaskStacks {
     pub space: Arc<AddressSpace>,
     /// Main thread first.
     pub threads: Vec<ThreadStack>,
+    /// The process's Python threads, read after the stacks (`None`: no Python in it, or
+    /// not read).
+    pub python: Option<crate::python::frames::PythonRead>,
 }
 
 /// Unwinds every captured thread of `capture`. `live` reads the task's memory now (a
@@ -60,6 +65,7 @@ pub fn unwind_threads(
         .filter(|t| wanted(&t.info))
         .map(|t| ThreadStack {
             info: t.info.clone(),
+            fs_base: t.snapshot.as_ref().map_or(0, |s| s.regs.fs_base),
             stack: t.snapshot.as_ref().map_err(Clone::clone).map(|snap| {
                 let memory = Layered {
                     first: &snap.stack,
@@ -73,5 +79,6 @@ pub fn unwind_threads(
         pid: capture.pid,
         space,
         threads,
+        python: None,
     }
 }

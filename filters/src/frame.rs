@@ -45,6 +45,44 @@ pub struct CodeFrame {
     /// in memory it is said outright, because a view's projection drops the offsets of
     /// every frame, and an inlined call would then read as a recovered one.
     pub recovered: bool,
+    /// Machine code, a Python function, or the Python interpreter's own code.
+    pub kind: CodeKind,
+}
+
+/// What kind of code a frame is in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CodeKind {
+    /// Machine code (C, C++, Fortran, Rust, ...), as the unwinder found it.
+    #[default]
+    Native,
+    /// A Python function, read from the interpreter's own frames: `function` is its
+    /// qualified name (`Solver.step`), `file` and `line` are in its `.py` source, and the
+    /// module is that source file (a Python module is its file); no offset.
+    Python,
+    /// The Python interpreter's own machine code (its evaluation loop and call machinery,
+    /// the C frames between two Python frames): views hide it unless full stacks are
+    /// asked for ([`crate::view::ViewOptions::hide_interpreter`]).
+    Interpreter,
+}
+
+impl CodeKind {
+    /// The name files and messages use (`None` for machine code, the default).
+    pub fn as_str(self) -> Option<&'static str> {
+        match self {
+            CodeKind::Native => None,
+            CodeKind::Python => Some("python"),
+            CodeKind::Interpreter => Some("interpreter"),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<CodeKind> {
+        match name {
+            "python" => Some(CodeKind::Python),
+            "interpreter" => Some(CodeKind::Interpreter),
+            "native" => Some(CodeKind::Native),
+            _ => None,
+        }
+    }
 }
 
 impl CodeFrame {
@@ -86,8 +124,10 @@ impl CodeFrame {
             file,
             line,
             inlined,
-            // Stored trees are sampled frames, which all have an offset but this one.
+            // Stored trees are sampled frames, which all have an offset but this one (a
+            // Python frame has none, and is never inlined).
             recovered: inlined && offset.is_none(),
+            kind: CodeKind::Native,
         })
     }
 }
@@ -201,6 +241,16 @@ impl Frame {
     /// ([`crate::mpi::is_c_binding_name`]); a frame without a module is judged by its name.
     pub fn is_mpi_entry(&self) -> bool {
         self.code().is_some_and(CodeFrame::is_mpi_entry)
+    }
+
+    /// Whether this is the Python interpreter's own code ([`CodeKind::Interpreter`]).
+    pub fn is_interpreter(&self) -> bool {
+        self.code().is_some_and(|c| c.kind == CodeKind::Interpreter)
+    }
+
+    /// Whether this is a Python function's frame ([`CodeKind::Python`]).
+    pub fn is_python(&self) -> bool {
+        self.code().is_some_and(|c| c.kind == CodeKind::Python)
     }
 
     /// Whether this frame's code is in the MPI runtime: an MPI library or one it runs on

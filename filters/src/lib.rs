@@ -31,7 +31,7 @@ pub mod view;
 pub mod wire;
 
 pub use classes::{EqClass, equivalence_classes};
-pub use frame::{CodeFrame, Frame, FrameId, FrameTable, Module, Special};
+pub use frame::{CodeFrame, CodeKind, Frame, FrameId, FrameTable, Module, Special};
 pub use merge::{ConcatMerge, merge_concat};
 pub use remap::{IndexMap, RemapError, remap};
 pub use taskset::{RankSet, TaskRuns, TaskSet};

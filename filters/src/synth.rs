@@ -118,6 +118,7 @@ fn code(function: &str, module_name: &str, offset: u64, file: &str, line: u32) -
         line: Some(line),
         inlined: false,
         recovered: false,
+        kind: crate::frame::CodeKind::Native,
     })
 }
 

@@ -61,6 +61,7 @@ impl Granularity {
                 module: c.module.clone(),
                 inlined: c.inlined,
                 recovered: c.recovered,
+                kind: c.kind,
                 ..CodeFrame::default()
             }),
             Granularity::Line if c.line.is_none() => Granularity::Function.project(frame),
@@ -103,6 +104,11 @@ pub struct ViewOptions {
     /// Hide the start-up frames at the top of each path (`_start`, `start_thread`, Rust's
     /// `lang_start`), never a path's last frame.
     pub hide_start_up: bool,
+    /// Hide the Python interpreter's own frames ([`crate::CodeKind::Interpreter`]: its
+    /// evaluation loop and call machinery between the Python frames), never a path's last
+    /// frame, as py-spy does: a Python rank reads `main > <module> > step > Comm.Barrier >
+    /// MPI_Barrier`.
+    pub hide_interpreter: bool,
     /// Show each MPI call by its C name ([`mpi_call_frame`]): `MPI_Recv` whether the
     /// library's frame says `PMPI_Recv`, `mpi_recv_` or `ompi_recv_f`, or the call was
     /// recovered from the caller, without the library's own line or offset, so that ranks
@@ -122,6 +128,7 @@ impl Default for ViewOptions {
             granularity: Granularity::Function,
             cut_below_mpi: true,
             hide_start_up: true,
+            hide_interpreter: true,
             mpi_call_names: true,
             hide_runtime_threads: true,
         }
@@ -136,6 +143,7 @@ impl ViewOptions {
             granularity,
             cut_below_mpi: false,
             hide_start_up: false,
+            hide_interpreter: false,
             mpi_call_names: false,
             hide_runtime_threads: false,
         }
@@ -215,7 +223,7 @@ pub fn view_with_cut<S: TaskSet>(
                     // with every frame so far hidden. A `main` that only calls the Rust
                     // runtime is hidden on the paths that go on into it, shown on others.
                     let (above, all_hidden) = match hiding[p.index()] {
-                        Hiding::No => (image[p.index()].expect("checked"), false),
+                        Hiding::No | Hiding::Elided => (image[p.index()].expect("checked"), false),
                         Hiding::All => (image[p.index()].expect("checked"), true),
                         Hiding::IfRuntimeFollows => {
                             let main = tree.node(p).frame.expect("not the root");
@@ -240,6 +248,12 @@ pub fn view_with_cut<S: TaskSet>(
                         cuts_below.push(true);
                         hiding.push(Hiding::No);
                         continue;
+                    } else if opts.hide_interpreter && frame.is_interpreter() {
+                        if all_hidden && opts.hide_start_up {
+                            Hiding::All
+                        } else {
+                            Hiding::Elided
+                        }
                     } else if !opts.hide_start_up || !all_hidden {
                         Hiding::No
                     } else if start_up::is_start_up(frame) {
@@ -339,6 +353,9 @@ enum Hiding {
     /// A `main` under hidden start-up frames: hidden on the paths where the Rust runtime
     /// follows it, shown on the others.
     IfRuntimeFollows,
+    /// An interpreter frame below shown frames ([`ViewOptions::hide_interpreter`]): hidden,
+    /// its children shown under its parent.
+    Elided,
 }
 
 #[cfg(test)]
@@ -378,6 +395,7 @@ mod tests {
             line: Some(26),
             inlined: true,
             recovered: false,
+            kind: crate::frame::CodeKind::Native,
         });
         let recovered = Frame::Code(
             CodeFrame::from_fields(

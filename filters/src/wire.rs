@@ -4,7 +4,7 @@
 //! depends on what its tasks are doing, never on how large the job is.
 
 use crate::dense::{BitsError, DenseBits};
-use crate::frame::{CodeFrame, Frame, FrameError, FrameId, Special};
+use crate::frame::{CodeFrame, CodeKind, Frame, FrameError, FrameId, Special};
 use crate::taskset::{RunsError, TaskRuns, TaskSet};
 use crate::tree::{Node, NodeId, PrefixTree};
 use strata_proto as pb;
@@ -62,6 +62,8 @@ pub enum FrameProblem {
     StringTooLong { len: usize, max: usize },
     #[error("unknown special frame kind {0}")]
     UnknownSpecial(i32),
+    #[error("unknown code kind {0}")]
+    UnknownKind(i32),
     #[error(transparent)]
     Fields(#[from] FrameError),
     #[error("duplicate frame")]
@@ -132,6 +134,11 @@ fn encode_frame(f: &Frame) -> pb::Frame {
             line: c.line,
             inlined: c.inlined,
             special: 0,
+            kind: match c.kind {
+                CodeKind::Native => pb::CodeKind::Native,
+                CodeKind::Python => pb::CodeKind::Python,
+                CodeKind::Interpreter => pb::CodeKind::Interpreter,
+            } as i32,
         },
     }
 }
@@ -176,6 +183,12 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, FrameProblem> {
     if let Some(s) = special {
         return Ok(Frame::Special(s));
     }
+    let kind = match pb::CodeKind::try_from(f.kind) {
+        Ok(pb::CodeKind::Native) => CodeKind::Native,
+        Ok(pb::CodeKind::Python) => CodeKind::Python,
+        Ok(pb::CodeKind::Interpreter) => CodeKind::Interpreter,
+        Err(_) => return Err(FrameProblem::UnknownKind(f.kind)),
+    };
     CodeFrame::from_fields(
         f.function,
         f.module_path,
@@ -185,7 +198,7 @@ fn decode_frame(f: pb::Frame, limits: &Limits) -> Result<Frame, FrameProblem> {
         f.line,
         f.inlined,
     )
-    .map(Frame::Code)
+    .map(|c| Frame::Code(CodeFrame { kind, ..c }))
     .map_err(FrameProblem::from)
 }
 

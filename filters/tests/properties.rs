@@ -166,6 +166,7 @@ proptest! {
             granularity: Granularity::ALL[gran],
             cut_below_mpi: cut,
             hide_start_up: hide,
+            hide_interpreter: hide,
             mpi_call_names: names,
             hide_runtime_threads: true,
         };

@@ -98,6 +98,18 @@ pub struct Frame {
     pub inlined: bool,
     #[prost(enumeration = "SpecialFrame", tag = "8")]
     pub special: i32,
+    /// Machine code (0), a Python function, or the Python interpreter's own code.
+    #[prost(enumeration = "CodeKind", tag = "9")]
+    pub kind: i32,
+}
+
+/// What kind of code a frame is in (see `strata_filters::CodeKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum CodeKind {
+    Native = 0,
+    Python = 1,
+    Interpreter = 2,
 }
 
 /// Frames that are not code (see `strata_filters::Special`).

@@ -47,9 +47,11 @@ pub fn write_all(
     annotation: Option<&dyn Annotation>,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    // The files keep every frame a sample saw: start-up frames are hidden only on screen.
+    // The files keep every frame a sample saw: start-up and interpreter frames are hidden
+    // only on screen.
     let default = ViewOptions {
         hide_start_up: false,
+        hide_interpreter: false,
         ..ViewOptions::default()
     };
     let flame = ViewOptions::full(Granularity::Function);

@@ -30,6 +30,7 @@ fn frame(function: &str, module: &str, offset: u64, file: &str, line: u32) -> Fr
         line: (line > 0).then_some(line),
         inlined: false,
         recovered: false,
+        kind: strata_filters::CodeKind::Native,
     })
 }
 

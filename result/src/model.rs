@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use strata_filters::taskset::{format_set, parse_ranges, rankset_from_runs};
 use strata_filters::{
-    CodeFrame, EqClass, Frame, NodeId, PrefixTree, RankSet, Special, TaskSet, ViewOptions,
-    equivalence_classes, view,
+    CodeFrame, CodeKind, EqClass, Frame, NodeId, PrefixTree, RankSet, Special, TaskSet,
+    ViewOptions, equivalence_classes, view,
 };
 use thiserror::Error;
 
@@ -313,6 +313,10 @@ struct FrameFile {
     line: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     inlined: bool,
+    /// `python` (a Python function's frame) or `interpreter` (the Python interpreter's own
+    /// code); absent for machine code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
     /// The MPI call an MPI entry frame is in, by its C name (`MPI_Recv` for `PMPI_Recv`,
     /// `mpi_recv_`, ...): what views show. Derived from the other fields, so written and
     /// never read back.
@@ -335,6 +339,7 @@ fn frame_to_file(f: &Frame) -> FrameFile {
             file: c.file.clone(),
             line: c.line,
             inlined: c.inlined,
+            kind: c.kind.as_str().map(str::to_string),
             mpi_call: c.mpi_call().map(|call| call.name),
         },
     }
@@ -346,10 +351,14 @@ fn frame_from_file(f: FrameFile) -> Result<Frame, String> {
             .map(Frame::Special)
             .ok_or_else(|| format!("unknown special frame '{s}'"));
     }
+    let kind = match f.kind.as_deref() {
+        None => CodeKind::Native,
+        Some(k) => CodeKind::from_name(k).ok_or_else(|| format!("unknown frame kind '{k}'"))?,
+    };
     CodeFrame::from_fields(
         f.function, f.module, f.build_id, f.offset, f.file, f.line, f.inlined,
     )
-    .map(Frame::Code)
+    .map(|c| Frame::Code(CodeFrame { kind, ..c }))
     .map_err(|e| e.to_string())
 }
 
@@ -500,6 +509,7 @@ impl StrataResult {
         // (each MPI entry frame says its call in `mpi_call`).
         let opts = ViewOptions {
             hide_start_up: false,
+            hide_interpreter: false,
             mpi_call_names: false,
             ..ViewOptions::default()
         };

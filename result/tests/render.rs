@@ -141,6 +141,7 @@ fn ring_text() {
         granularity: Granularity::Line,
         cut_below_mpi: false,
         hide_start_up: false,
+        hide_interpreter: false,
         mpi_call_names: false,
         hide_runtime_threads: false,
     };

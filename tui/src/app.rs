@@ -351,11 +351,12 @@ impl App {
                 let mut s = self.state.clone();
                 let full = s.opts.hide_start_up || s.opts.cut_below_mpi;
                 s.opts.hide_start_up = !full;
+                s.opts.hide_interpreter = !full;
                 s.opts.cut_below_mpi = !full;
                 s.opts.mpi_call_names = !full;
                 s.opts.hide_runtime_threads = !full;
                 let what = if full {
-                    "full stacks: start-up frames, frames below MPI calls, the library's names and MPI runtime threads shown"
+                    "full stacks: start-up and interpreter frames, frames below MPI calls, the library's names and MPI runtime threads shown"
                 } else {
                     "start-up frames hidden, cut below MPI calls, named by their C names"
                 };

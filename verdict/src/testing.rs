@@ -39,6 +39,7 @@ fn code(function: &str, module: &str, offset: u64, place: Option<(&str, u32)>) -
         line: place.map(|(_, l)| l),
         inlined: false,
         recovered: false,
+        kind: strata_filters::CodeKind::Native,
     })
 }
 

@@ -32,6 +32,7 @@ pub fn view_options(args: &ShowArgs) -> (ViewOptions, TreeKind) {
         },
         cut_below_mpi: !args.no_cut && !args.full_stacks,
         hide_start_up: !args.full_stacks,
+        hide_interpreter: !args.full_stacks,
         mpi_call_names: !args.full_stacks,
         hide_runtime_threads: !args.full_stacks && !args.runtime_threads,
     };

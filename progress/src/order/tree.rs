@@ -14,6 +14,7 @@ pub(super) fn line_tree(result: &StrataResult) -> PrefixTree<RankSet> {
             granularity: Granularity::Line,
             cut_below_mpi: true,
             hide_start_up: false,
+            hide_interpreter: true,
             mpi_call_names: true,
             hide_runtime_threads: true,
         },

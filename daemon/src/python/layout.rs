@@ -1,0 +1,452 @@
+//! Where CPython keeps what strata reads, per minor version: offsets into the runtime
+//! state, interpreter and thread states, frames, code objects, strings and bytes, as the
+//! interpreter's own headers place them on x86-64.
+//!
+//! Every number here was printed by `tests/python/offsets.c` compiled against that
+//! version's headers, and `tests/python_layout.rs` compares the table with the headers of
+//! every CPython the test machine has: a version is [`Layout::verified`] only when that
+//! check covers it. A version without a layout is refused per process ("Python 3.x layout
+//! not verified"), never guessed: a wrong offset reads plausible garbage.
+
+/// Offsets for one CPython minor version (bytes from the start of each structure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub minor: u32,
+    pub runtime: RuntimeLayout,
+    pub interp: InterpLayout,
+    pub tstate: ThreadLayout,
+    pub frame: FrameLayout,
+    pub code: CodeLayout,
+    pub strings: StringLayout,
+}
+
+/// `_PyRuntimeState` (the `_PyRuntime` symbol).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeLayout {
+    /// `interpreters.head`: the first `PyInterpreterState`.
+    pub interpreters_head: u64,
+    /// Up to 3.11 the GIL is the runtime's: `ceval.gil.last_holder` and `.locked`. From
+    /// 3.12 each interpreter points to its own ([`InterpLayout::gil`]).
+    pub gil: Option<GilLayout>,
+}
+
+/// The GIL's state: the thread state that last held it, and whether it is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GilLayout {
+    pub last_holder: u64,
+    pub locked: u64,
+}
+
+/// `PyInterpreterState`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InterpLayout {
+    pub next: u64,
+    /// `tstate_head` (3.9, 3.10) or `threads.head`.
+    pub threads_head: u64,
+    /// 3.12+: `ceval.gil`, a pointer to a `_gil_runtime_state` laid out by the pair.
+    pub gil: Option<(u64, GilLayout)>,
+}
+
+/// `PyThreadState`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadLayout {
+    pub next: u64,
+    pub interp: u64,
+    /// `thread_id`: the thread's `pthread_t` (on glibc, its thread pointer, `fs_base`).
+    pub thread_id: u64,
+    /// `native_thread_id` (3.11+): the kernel's thread id.
+    pub native_thread_id: Option<u64>,
+    /// How to get from the thread state to its innermost frame.
+    pub current_frame: CurrentFrame,
+}
+
+/// Where a thread state keeps its innermost frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurrentFrame {
+    /// `tstate->frame` (3.9, 3.10: a `PyFrameObject`).
+    Direct(u64),
+    /// `tstate->cframe->current_frame` (3.11, 3.12).
+    ThroughCFrame { cframe: u64, current_frame: u64 },
+}
+
+/// A frame: `PyFrameObject` up to 3.10, `_PyInterpreterFrame` from 3.11.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    /// `f_code` (`f_executable` in 3.13: it may be something else than code).
+    pub code: u64,
+    /// `f_back` (3.9, 3.10) or `previous`.
+    pub previous: u64,
+    /// Where the frame is in its code.
+    pub position: Position,
+    /// How the frames one evaluator call runs are delimited.
+    pub entry: Entry,
+    /// `f_localsplus` / `localsplus`: the fast locals.
+    pub localsplus: u64,
+}
+
+/// How a frame says which instruction it is at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// `f_lasti`, an `int`: the last instruction's offset in bytes (3.9) or in 16-bit
+    /// code units (3.10), -1 before the first.
+    Lasti { offset: u64, in_code_units: bool },
+    /// A pointer into the code object's instructions (`co_code_adaptive`): `prev_instr`
+    /// (3.11, 3.12: the unit before the next instruction) or `instr_ptr` (3.13).
+    Pointer(u64),
+}
+
+/// Which frame is the first (outermost) one an evaluator call (`_PyEval_EvalFrameDefault`)
+/// runs: that call's C frame stands for it and the frames it called without a C call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// One evaluator call per frame (3.9, 3.10).
+    EveryFrame,
+    /// `is_entry`, a `bool` (3.11).
+    IsEntry(u64),
+    /// The evaluator pushes a shim frame owned by the C stack (`owner ==
+    /// FRAME_OWNED_BY_CSTACK`, a `char`) below the first frame it runs (3.12+).
+    CStackShim { owner: u64, cstack: u8 },
+}
+
+/// `PyCodeObject`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeLayout {
+    pub filename: u64,
+    pub name: u64,
+    /// `co_qualname` (3.11+): `Class.method`.
+    pub qualname: Option<u64>,
+    pub firstlineno: u64,
+    /// `co_lnotab` (3.9), `co_linetable` (3.10: PEP 626 pairs; 3.11+: location table).
+    pub linetable: u64,
+    /// The instructions: `co_code` (a bytes object, 3.9, 3.10) or `co_code_adaptive`
+    /// (inline in the code object, 3.11+).
+    pub instructions: Instructions,
+    /// `co_varnames` (3.9, 3.10) or `co_localsplusnames` (3.11+): the locals' names.
+    pub local_names: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Instructions {
+    Bytes(u64),
+    Inline(u64),
+}
+
+/// `PyBytesObject` and the compact `str` layouts (`PyASCIIObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StringLayout {
+    pub bytes_size: u64,
+    pub bytes_data: u64,
+    pub unicode_length: u64,
+    pub unicode_state: u64,
+    /// Where a compact ASCII string's characters start (`sizeof(PyASCIIObject)`).
+    pub ascii_data: u64,
+    /// Where a compact non-ASCII string's start (`sizeof(PyCompactUnicodeObject)`).
+    pub compact_data: u64,
+}
+
+/// The bytes object of 3.9-3.13 (unchanged).
+const BYTES: (u64, u64) = (16, 32);
+
+const fn strings(ascii_data: u64, compact_data: u64) -> StringLayout {
+    StringLayout {
+        bytes_size: BYTES.0,
+        bytes_data: BYTES.1,
+        unicode_length: 16,
+        unicode_state: 32,
+        ascii_data,
+        compact_data,
+    }
+}
+
+const PY39: Layout = Layout {
+    minor: 9,
+    runtime: RuntimeLayout {
+        interpreters_head: 32,
+        gil: Some(GilLayout {
+            last_holder: 360,
+            locked: 368,
+        }),
+    },
+    interp: InterpLayout {
+        next: 0,
+        threads_head: 8,
+        gil: None,
+    },
+    tstate: ThreadLayout {
+        next: 8,
+        interp: 16,
+        thread_id: 176,
+        native_thread_id: None,
+        current_frame: CurrentFrame::Direct(24),
+    },
+    frame: FrameLayout {
+        code: 32,
+        previous: 24,
+        position: Position::Lasti {
+            offset: 104,
+            in_code_units: false,
+        },
+        entry: Entry::EveryFrame,
+        localsplus: 360,
+    },
+    code: CodeLayout {
+        filename: 104,
+        name: 112,
+        qualname: None,
+        firstlineno: 40,
+        linetable: 120,
+        instructions: Instructions::Bytes(48),
+        local_names: 72,
+    },
+    strings: strings(48, 72),
+};
+
+const PY310: Layout = Layout {
+    minor: 10,
+    frame: FrameLayout {
+        position: Position::Lasti {
+            offset: 96,
+            in_code_units: true,
+        },
+        localsplus: 352,
+        ..PY39.frame
+    },
+    ..PY39
+};
+
+const PY311: Layout = Layout {
+    minor: 11,
+    runtime: RuntimeLayout {
+        interpreters_head: 40,
+        gil: Some(GilLayout {
+            last_holder: 368,
+            locked: 376,
+        }),
+    },
+    interp: InterpLayout {
+        next: 0,
+        threads_head: 16,
+        gil: None,
+    },
+    tstate: ThreadLayout {
+        next: 8,
+        interp: 16,
+        thread_id: 152,
+        native_thread_id: Some(160),
+        current_frame: CurrentFrame::ThroughCFrame {
+            cframe: 56,
+            current_frame: 8,
+        },
+    },
+    frame: FrameLayout {
+        code: 32,
+        previous: 48,
+        position: Position::Pointer(56),
+        entry: Entry::IsEntry(68),
+        localsplus: 72,
+    },
+    code: CodeLayout {
+        filename: 112,
+        name: 120,
+        qualname: Some(128),
+        firstlineno: 72,
+        linetable: 136,
+        instructions: Instructions::Inline(184),
+        local_names: 96,
+    },
+    strings: strings(48, 72),
+};
+
+const PY312: Layout = Layout {
+    minor: 12,
+    runtime: RuntimeLayout {
+        interpreters_head: 40,
+        gil: None,
+    },
+    interp: InterpLayout {
+        next: 0,
+        threads_head: 72,
+        gil: Some((
+            384,
+            GilLayout {
+                last_holder: 8,
+                locked: 16,
+            },
+        )),
+    },
+    tstate: ThreadLayout {
+        next: 8,
+        interp: 16,
+        thread_id: 136,
+        native_thread_id: Some(144),
+        current_frame: CurrentFrame::ThroughCFrame {
+            cframe: 56,
+            current_frame: 0,
+        },
+    },
+    frame: FrameLayout {
+        code: 0,
+        previous: 8,
+        position: Position::Pointer(56),
+        entry: Entry::CStackShim {
+            owner: 70,
+            cstack: 3,
+        },
+        localsplus: 72,
+    },
+    code: CodeLayout {
+        filename: 112,
+        name: 120,
+        qualname: Some(128),
+        firstlineno: 68,
+        linetable: 136,
+        instructions: Instructions::Inline(192),
+        local_names: 96,
+    },
+    strings: strings(40, 56),
+};
+
+const PY313: Layout = Layout {
+    minor: 13,
+    runtime: RuntimeLayout {
+        interpreters_head: 632,
+        gil: None,
+    },
+    interp: InterpLayout {
+        next: 7264,
+        threads_head: 7344,
+        gil: Some((
+            16,
+            GilLayout {
+                last_holder: 8,
+                locked: 16,
+            },
+        )),
+    },
+    tstate: ThreadLayout {
+        next: 8,
+        interp: 16,
+        thread_id: 152,
+        native_thread_id: Some(160),
+        current_frame: CurrentFrame::Direct(72),
+    },
+    frame: FrameLayout {
+        code: 0,
+        previous: 8,
+        position: Position::Pointer(56),
+        entry: Entry::CStackShim {
+            owner: 70,
+            cstack: 3,
+        },
+        localsplus: 72,
+    },
+    code: CodeLayout {
+        instructions: Instructions::Inline(200),
+        ..PY312.code
+    },
+    strings: strings(40, 56),
+};
+
+/// The layouts strata has, oldest first.
+pub const LAYOUTS: [Layout; 5] = [PY39, PY310, PY311, PY312, PY313];
+
+impl Layout {
+    /// The layout of CPython 3.`minor`, if strata has one.
+    pub fn for_minor(minor: u32) -> Option<&'static Layout> {
+        LAYOUTS.iter().find(|l| l.minor == minor)
+    }
+
+    /// The minor versions whose layouts `tests/python_layout.rs` checks against the
+    /// headers (3.9.18, 3.10.13, 3.11.2 (Debian 12), 3.11.7, 3.12.1, 3.13.0 so far).
+    pub fn verified() -> impl Iterator<Item = u32> {
+        LAYOUTS.iter().map(|l| l.minor)
+    }
+
+    /// The offsets as `tests/python/offsets.c` names and prints them, for comparing the
+    /// two.
+    pub fn named_offsets(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![("runtime.interpreters_head", self.runtime.interpreters_head)];
+        if let Some(g) = self.runtime.gil {
+            v.push(("runtime.gil_locked", g.locked));
+            v.push(("runtime.gil_last_holder", g.last_holder));
+        }
+        if let Some((at, g)) = self.interp.gil {
+            v.push(("interp.gil", at));
+            v.push(("gil.locked", g.locked));
+            v.push(("gil.last_holder", g.last_holder));
+        }
+        v.push(("interp.next", self.interp.next));
+        v.push(("interp.threads_head", self.interp.threads_head));
+        v.push(("tstate.next", self.tstate.next));
+        v.push(("tstate.interp", self.tstate.interp));
+        v.push(("tstate.thread_id", self.tstate.thread_id));
+        if let Some(n) = self.tstate.native_thread_id {
+            v.push(("tstate.native_thread_id", n));
+        }
+        match self.tstate.current_frame {
+            CurrentFrame::Direct(at) if self.minor >= 13 => v.push(("tstate.current_frame", at)),
+            CurrentFrame::Direct(at) => v.push(("tstate.frame", at)),
+            CurrentFrame::ThroughCFrame {
+                cframe,
+                current_frame,
+            } => {
+                v.push(("tstate.cframe", cframe));
+                v.push(("cframe.current_frame", current_frame));
+            }
+        }
+        let f = &self.frame;
+        v.push(("frame.code", f.code));
+        match f.position {
+            Position::Lasti { offset, .. } => v.push(("frame.lasti", offset)),
+            Position::Pointer(at) => v.push(("frame.instr", at)),
+        }
+        v.push((
+            if self.minor >= 11 {
+                "frame.previous"
+            } else {
+                "frame.back"
+            },
+            f.previous,
+        ));
+        match f.entry {
+            Entry::EveryFrame => {}
+            Entry::IsEntry(at) => {
+                v.push(("frame.is_entry", at));
+                v.push(("frame.owner", at + 1));
+            }
+            Entry::CStackShim { owner, cstack } => {
+                v.push(("frame.owner", owner));
+                v.push(("owner.cstack", u64::from(cstack)));
+            }
+        }
+        v.push(("frame.localsplus", f.localsplus));
+        let c = &self.code;
+        match c.instructions {
+            Instructions::Bytes(at) => v.push(("code.code", at)),
+            Instructions::Inline(at) => v.push(("code.code_adaptive", at)),
+        }
+        if let Some(q) = c.qualname {
+            v.push(("code.qualname", q));
+        }
+        v.push(("code.filename", c.filename));
+        v.push(("code.name", c.name));
+        v.push(("code.firstlineno", c.firstlineno));
+        v.push(("code.linetable", c.linetable));
+        v.push((
+            if self.minor >= 11 {
+                "code.localsplusnames"
+            } else {
+                "code.varnames"
+            },
+            c.local_names,
+        ));
+        let s = &self.strings;
+        v.push(("bytes.size", s.bytes_size));
+        v.push(("bytes.data", s.bytes_data));
+        v.push(("unicode.length", s.unicode_length));
+        v.push(("unicode.state", s.unicode_state));
+        v.push(("unicode.ascii_data", s.ascii_data));
+        v.push(("unicode.compact_data", s.compact_data));
+        v
+    }
+}
