@@ -28,6 +28,8 @@ fi
 # - openmpi-bin, libopenmpi-dev, gfortran: `strata attach` is tested on hung Open MPI jobs
 #   in C and in Fortran;
 # - mpich, libmpich-dev: and on Debian's MPICH (Open MPI stays the default `mpicc`);
+# - python3-dev: Debian's CPython 3.11 and its headers, which tests/python_cli.rs checks
+#   strata's CPython layouts against (and py-spy, from PyPI, its Python frames);
 #   tests/mpi/stacks.sh adds Open MPI 5, MPICH 5 and Intel MPI from PyPI (python3-venv
 #   makes their virtual environments);
 # - slurm-wlm, munge, libpmix-dev: `strata attach JOBID` is tested on a real 4-node Slurm
@@ -35,7 +37,7 @@ fi
 #   and this script stops at the end (tests/slurm/down.sh); Slurm's pmix plugin loads
 #   libpmix from libpmix-dev.
 PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux tmux gdb dwz libc6-dbg openmpi-bin libopenmpi-dev
-          mpich libmpich-dev python3-venv slurm-wlm munge libpmix-dev)
+          mpich libmpich-dev python3-venv python3-dev slurm-wlm munge libpmix-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

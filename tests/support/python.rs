@@ -1,0 +1,112 @@
+//! The CPython interpreters the Python tests run on, and py-spy to compare with.
+//!
+//! Debian 12's `/usr/bin/python3.11` is required (tests/run-all.sh installs it with its
+//! headers); every pyenv interpreter of a version strata reads (`~/.pyenv/versions/3.X.Y`)
+//! is tested too, and the tests print which ones they covered. py-spy comes from PyPI into
+//! `target/python-tools` (kept between runs, outside the repository).
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// The pinned py-spy the tests compare with.
+pub const PY_SPY: &str = "py-spy==0.4.3";
+
+/// A CPython to test on.
+#[derive(Clone, Debug)]
+pub struct Python {
+    pub exe: PathBuf,
+    /// (major, minor, micro)
+    pub version: (u32, u32, u32),
+}
+
+impl Python {
+    pub fn label(&self) -> String {
+        let (a, b, c) = self.version;
+        format!("{a}.{b}.{c} ({})", self.exe.display())
+    }
+
+    /// `sysconfig`'s include directory: where `Python.h` is.
+    pub fn include_dir(&self) -> PathBuf {
+        let out = Command::new(&self.exe)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('include'))",
+            ])
+            .output()
+            .expect("run python");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    }
+}
+
+fn version_of(exe: &Path) -> Option<(u32, u32, u32)> {
+    let out = Command::new(exe)
+        .args(["-c", "import sys; print(*sys.version_info[:3])"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<u32> = text
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    (v.len() == 3).then(|| (v[0], v[1], v[2]))
+}
+
+/// Every CPython 3.9-3.13 to test on, Debian's first. Panics without Debian's 3.11.
+pub fn interpreters() -> Vec<Python> {
+    let debian = PathBuf::from("/usr/bin/python3.11");
+    let version = version_of(&debian)
+        .unwrap_or_else(|| panic!("{} is missing: run tests/run-all.sh", debian.display()));
+    let mut out = vec![Python {
+        exe: debian,
+        version,
+    }];
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    if let Ok(dirs) = std::fs::read_dir(Path::new(&home).join(".pyenv/versions")) {
+        let mut dirs: Vec<PathBuf> = dirs.flatten().map(|d| d.path()).collect();
+        dirs.sort();
+        for dir in dirs {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let mut parts = name.split('.');
+            let (Some("3"), Some(minor)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let exe = dir.join(format!("bin/python3.{minor}"));
+            if let Some(version) = version_of(&exe).filter(|v| (9..=13).contains(&v.1)) {
+                out.push(Python { exe, version });
+            }
+        }
+    }
+    out
+}
+
+/// py-spy's binary, installed from PyPI on first use.
+pub fn py_spy() -> PathBuf {
+    static LOCK: OnceLock<Mutex<()>> = OnceLock::new();
+    let _guard = LOCK
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/python-tools");
+    let bin = root.join("bin/py-spy");
+    let marker = root.join(".installed");
+    if bin.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == PY_SPY) {
+        return bin;
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&root)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "cannot make a venv at {}", root.display());
+    let ok = Command::new(root.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", PY_SPY])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "pip could not install {PY_SPY} (PyPI unreachable?)");
+    std::fs::write(&marker, PY_SPY).unwrap();
+    bin
+}
