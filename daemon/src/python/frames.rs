@@ -66,7 +66,7 @@ impl PythonFrames {
 
     /// Whether the image at `path` holds a Python interpreter found in some process.
     pub fn is_interpreter_image(&self, path: &str) -> bool {
-        !self.interpreter_images.is_empty() && self.interpreter_images.contains(path)
+        self.interpreter_images.contains(path)
     }
 
     /// The trace frame of a Python frame.

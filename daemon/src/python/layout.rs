@@ -3,10 +3,10 @@
 //! interpreter's own headers place them on x86-64.
 //!
 //! Every number here was printed by `tests/python/offsets.c` compiled against that
-//! version's headers, and `tests/python_layout.rs` compares the table with the headers of
-//! every CPython the test machine has: a version is [`Layout::verified`] only when that
-//! check covers it. A version without a layout is refused per process ("Python 3.x layout
-//! not verified"), never guessed: a wrong offset reads plausible garbage.
+//! version's headers, and `tests/python_cli.rs` compares the table with the headers of
+//! every CPython the test machine has: a layout is verified for the versions that check
+//! covers. A version without a layout is refused per process ("Python 3.x layout not
+//! verified"), never guessed: a wrong offset reads plausible garbage.
 
 /// Offsets for one CPython minor version (bytes from the start of each structure).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,12 +354,6 @@ impl Layout {
     /// The layout of CPython 3.`minor`, if strata has one.
     pub fn for_minor(minor: u32) -> Option<&'static Layout> {
         LAYOUTS.iter().find(|l| l.minor == minor)
-    }
-
-    /// The minor versions whose layouts `tests/python_layout.rs` checks against the
-    /// headers (3.9.18, 3.10.13, 3.11.2 (Debian 12), 3.11.7, 3.12.1, 3.13.0 so far).
-    pub fn verified() -> impl Iterator<Item = u32> {
-        LAYOUTS.iter().map(|l| l.minor)
     }
 
     /// The offsets as `tests/python/offsets.c` names and prints them, for comparing the

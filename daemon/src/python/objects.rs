@@ -27,10 +27,6 @@ pub enum ObjectError {
     BadText(u64),
 }
 
-pub fn u64_at(mem: &dyn MemoryReader, addr: u64) -> Result<u64, MemoryError> {
-    mem.read_u64(addr)
-}
-
 pub fn i32_at(mem: &dyn MemoryReader, addr: u64) -> Result<i32, MemoryError> {
     let mut b = [0u8; 4];
     mem.read(addr, &mut b)?;

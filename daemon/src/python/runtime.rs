@@ -9,7 +9,6 @@
 //! refuses the process when the two disagree (a patch release that moved a field).
 
 use super::layout::{CurrentFrame, Layout, Position};
-use super::objects::u64_at;
 use crate::images::{AddressSpace, MappedImage};
 use crate::memory::MemoryReader;
 
@@ -169,7 +168,7 @@ fn check_debug_offsets(
         return Err("its runtime has no debug offsets (cookie missing)".into());
     }
     let word = |i: usize| {
-        u64_at(mem, runtime + 8 * i as u64)
+        mem.read_u64(runtime + 8 * i as u64)
             .map_err(|e| format!("cannot read its debug offsets ({e})"))
     };
     if word(2)? != 0 {

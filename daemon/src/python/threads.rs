@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::layout::{CurrentFrame, Entry, Layout, Position};
-use super::objects::{self, Code, ObjectError, field_i32, field_u64, u64_at};
+use super::objects::{self, Code, ObjectError, field_i32, field_u64};
 use super::runtime::Interpreter;
 use crate::memory::{MemoryError, MemoryReader};
 use crate::procfs::Pid;
@@ -130,7 +130,7 @@ pub fn walk(
     codes: &mut CodeCache,
 ) -> Result<Vec<PyThread>, WalkError> {
     let l = interp.layout;
-    let mut head = u64_at(mem, interp.runtime + l.runtime.interpreters_head)?;
+    let mut head = mem.read_u64(interp.runtime + l.runtime.interpreters_head)?;
     if head == 0 {
         return Err(WalkError::NoInterpreter);
     }
@@ -144,13 +144,14 @@ pub fn walk(
             break;
         }
         let holder = match l.interp.gil {
-            Some((at, g)) => u64_at(mem, head + at)
+            Some((at, g)) => mem
+                .read_u64(head + at)
                 .ok()
                 .filter(|&p| p != 0)
                 .and_then(|gil| gil_holder(mem, gil, g.last_holder, g.locked)),
             None => runtime_holder,
         };
-        let mut tstate = u64_at(mem, head + l.interp.threads_head)?;
+        let mut tstate = mem.read_u64(head + l.interp.threads_head)?;
         while tstate != 0 {
             if threads.len() >= MAX_THREADS {
                 return Err(WalkError::TooManyThreads);
@@ -159,7 +160,7 @@ pub fn walk(
             threads.push(thread);
             tstate = next;
         }
-        head = u64_at(mem, head + l.interp.next)?;
+        head = mem.read_u64(head + l.interp.next)?;
     }
     Ok(threads)
 }
@@ -169,7 +170,7 @@ pub fn walk(
 fn gil_holder(mem: &dyn MemoryReader, base: u64, last_holder: u64, locked: u64) -> Option<u64> {
     let locked = objects::i32_at(mem, base + locked).ok()?;
     (locked > 0)
-        .then(|| u64_at(mem, base + last_holder).ok())
+        .then(|| mem.read_u64(base + last_holder).ok())
         .flatten()
         .filter(|&p| p != 0)
 }
@@ -200,7 +201,7 @@ fn thread_at(
             current_frame,
         } => match word(cframe) {
             0 => Ok(0),
-            c => u64_at(mem, c + current_frame),
+            c => mem.read_u64(c + current_frame),
         },
     };
     let mut thread = PyThread {
