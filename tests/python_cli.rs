@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use python::{Python, interpreters, py_spy};
+use python::{Python, interpreters, py_spy_dump};
 use serde_json::Value;
 use strata_daemon::python::layout::Layout;
 use support::{parts, repo_root, strata};
@@ -108,17 +108,7 @@ fn strata_python_frames(dump: &str) -> BTreeMap<i64, Vec<(String, String, Option
 
 /// The same from `py-spy dump --json`.
 fn py_spy_frames(pid: i32) -> BTreeMap<i64, Vec<(String, String, Option<u32>)>> {
-    let out = Command::new(py_spy())
-        .args(["dump", "--json", "--pid", &pid.to_string()])
-        .output()
-        .expect("py-spy");
-    assert!(
-        out.status.success(),
-        "py-spy: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let threads: Value = serde_json::from_slice(&out.stdout).expect("py-spy's JSON");
-    threads
+    py_spy_dump(pid)
         .as_array()
         .unwrap()
         .iter()

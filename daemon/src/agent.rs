@@ -779,6 +779,8 @@ pub fn sample_reply(s: &Sampled) -> SampleReply {
                 build_id: t.build_id.clone(),
                 samples_ok: t.samples_ok,
                 pmpi: t.pmpi.as_ref().map(pmpi_note),
+                python: t.python.clone().and_then(Result::ok),
+                python_error: t.python.clone().and_then(Result::err),
             })
             .collect(),
         missing: vec![],

@@ -462,10 +462,13 @@ impl Sampler {
             .find(|m| m.path.trim_end_matches(" (deleted)") == exe && m.image().is_some())
         {
             report.build_id = m.image().and_then(|i| i.build_id.clone());
-            report.no_debug_info = matches!(
-                self.symbols.debug_source(m),
-                DebugSource::SymbolsOnly | DebugSource::Nothing
-            );
+            // The Python interpreter itself is not the program a Python rank runs: its
+            // frames are hidden, and its lines would not help (its Python frames have them).
+            report.no_debug_info = !self.python.is_interpreter_image(&m.path)
+                && matches!(
+                    self.symbols.debug_source(m),
+                    DebugSource::SymbolsOnly | DebugSource::Nothing
+                );
         }
     }
 

@@ -490,6 +490,13 @@ pub struct TaskNote {
     /// What strata's PMPI library recorded in the task (absent: not loaded).
     #[prost(message, optional, tag = "8")]
     pub pmpi: Option<PmpiNote>,
+    /// The task runs CPython and its frames were read: the version (`3.11.2`).
+    #[prost(string, optional, tag = "9")]
+    pub python: Option<String>,
+    /// The task runs CPython but its frames could not be read: why (`Python 3.14 layout
+    /// not verified`).
+    #[prost(string, optional, tag = "10")]
+    pub python_error: Option<String>,
 }
 
 /// A task's MPI call as strata's PMPI library recorded it (`crate::pmpi`).

@@ -193,6 +193,8 @@ pub fn ring_result() -> StrataResult {
             state: Some(if r == 1 { "S" } else { "R" }.to_string()),
             error: None,
             pmpi: None,
+            python: None,
+            python_error: None,
         })
         .collect();
     StrataResult {

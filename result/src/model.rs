@@ -91,6 +91,12 @@ pub struct RankInfo {
     /// What strata's PMPI library recorded in the rank, when it was loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmpi: Option<crate::pmpi::PmpiRecord>,
+    /// The CPython version whose frames were read in the rank (`3.11.2`), when it runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// Why the rank's Python frames could not be read, when it runs CPython.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_error: Option<String>,
 }
 
 /// One sampled thread (only when threads were sampled): thread ids in the trees index this.

@@ -162,6 +162,8 @@ pub fn assemble(
         info.state = (!note.state.is_empty()).then(|| note.state.clone());
         info.error = note.error.clone();
         info.pmpi = note.pmpi.as_ref().map(|p| pmpi_record(p, job_size));
+        info.python = note.python.clone();
+        info.python_error = note.python_error.clone();
     }
     let thread_info = sampled
         .threads

@@ -13,6 +13,9 @@ use std::sync::{Mutex, OnceLock};
 
 /// The pinned py-spy the tests compare with.
 pub const PY_SPY: &str = "py-spy==0.4.3";
+/// The pinned mpi4py the MPI jobs run (its wheel holds builds for MPICH's ABI and Open
+/// MPI's, and loads whichever `libmpi` the launcher's environment finds).
+pub const MPI4PY: &str = "mpi4py==4.1.2";
 
 /// A CPython to test on.
 #[derive(Clone, Debug)]
@@ -84,16 +87,41 @@ pub fn interpreters() -> Vec<Python> {
 
 /// py-spy's binary, installed from PyPI on first use.
 pub fn py_spy() -> PathBuf {
+    tools().join("bin/py-spy")
+}
+
+/// `py-spy dump --json --pid PID`: every thread of the process with its frames.
+pub fn py_spy_dump(pid: i32) -> serde_json::Value {
+    let out = Command::new(py_spy())
+        .args(["dump", "--json", "--pid", &pid.to_string()])
+        .output()
+        .expect("py-spy");
+    assert!(
+        out.status.success(),
+        "py-spy on {pid}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("py-spy's JSON")
+}
+
+/// The Python of the tools' virtual environment, which has mpi4py.
+pub fn mpi4py_python() -> PathBuf {
+    tools().join("bin/python")
+}
+
+/// The virtual environment of py-spy and mpi4py (`target/python-tools`, made with the
+/// machine's `python3`), installed from PyPI on first use and again when a pin changes.
+fn tools() -> PathBuf {
     static LOCK: OnceLock<Mutex<()>> = OnceLock::new();
     let _guard = LOCK
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/python-tools");
-    let bin = root.join("bin/py-spy");
     let marker = root.join(".installed");
-    if bin.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == PY_SPY) {
-        return bin;
+    let pins = format!("{PY_SPY} {MPI4PY}");
+    if std::fs::read_to_string(&marker).is_ok_and(|m| m == pins) {
+        return root;
     }
     let _ = std::fs::remove_dir_all(&root);
     let ok = Command::new("python3")
@@ -103,10 +131,16 @@ pub fn py_spy() -> PathBuf {
         .is_ok_and(|s| s.success());
     assert!(ok, "cannot make a venv at {}", root.display());
     let ok = Command::new(root.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", PY_SPY])
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            PY_SPY,
+            MPI4PY,
+        ])
         .status()
         .is_ok_and(|s| s.success());
-    assert!(ok, "pip could not install {PY_SPY} (PyPI unreachable?)");
-    std::fs::write(&marker, PY_SPY).unwrap();
-    bin
+    assert!(ok, "pip could not install {pins} (PyPI unreachable?)");
+    std::fs::write(&marker, pins).unwrap();
+    root
 }

@@ -11,8 +11,8 @@
 //! where the program made the call (its file and line are the call site).
 
 use serde::Serialize;
-use strata_filters::Frame;
 pub use strata_filters::mpi::{CallKind, MpiCall, call_named};
+use strata_filters::{CodeKind, Frame};
 
 /// A place in the program: the function and, with debug information, its file and line.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -67,8 +67,21 @@ pub fn locate(path: &[&Frame]) -> Option<Located> {
         .iter()
         .enumerate()
         .find_map(|(i, frame)| Some((i, frame.code()?.mpi_call()?)))?;
-    let call_site = entry
-        .checked_sub(1)
+    // Called from Python, the frames between the innermost Python frame and the entry are
+    // the binding's (mpi4py's `Comm.recv > PyMPI_recv`, no source lines) or the
+    // interpreter's: the program's call is that Python line. A C function with a line in
+    // between (a callback of an embedding program) is the caller itself.
+    let python_caller = path[..entry]
+        .iter()
+        .rposition(|f| f.code().is_some_and(|c| c.kind == CodeKind::Python))
+        .filter(|&python| {
+            path[python + 1..entry].iter().all(|f| {
+                f.code()
+                    .is_some_and(|c| c.kind == CodeKind::Interpreter || c.line.is_none())
+            })
+        });
+    let call_site = python_caller
+        .or_else(|| entry.checked_sub(1))
         .and_then(|caller| Place::of(path[caller]));
     Some(Located {
         call,
@@ -124,5 +137,41 @@ mod tests {
         let outside = [code("main", Some(3)), code("compute", Some(9))];
         let refs: Vec<&Frame> = outside.iter().collect();
         assert_eq!(locate(&refs), None);
+    }
+
+    fn python(function: &str, line: u32) -> Frame {
+        Frame::Code(CodeFrame {
+            function: Some(function.to_string()),
+            file: Some("/src/train.py".to_string()),
+            line: Some(line),
+            kind: strata_filters::CodeKind::Python,
+            ..CodeFrame::default()
+        })
+    }
+
+    #[test]
+    fn called_from_python_through_the_binding() {
+        let path = [
+            python("<module>", 88),
+            python("step", 41),
+            code("Comm.Barrier", None),
+            code("MPI_Barrier", None),
+        ];
+        let refs: Vec<&Frame> = path.iter().collect();
+        let at = locate(&refs).expect("in MPI");
+        assert_eq!(at.call.name, "MPI_Barrier");
+        assert_eq!(at.call_site.expect("a caller").short(), "train.py:41");
+    }
+
+    #[test]
+    fn a_c_callback_between_python_and_mpi_is_the_caller() {
+        let path = [
+            python("step", 41),
+            code("reduce_callback", Some(12)),
+            code("MPI_Allreduce", None),
+        ];
+        let refs: Vec<&Frame> = path.iter().collect();
+        let at = locate(&refs).expect("in MPI");
+        assert_eq!(at.call_site.expect("a caller").short(), "app.c:12");
     }
 }

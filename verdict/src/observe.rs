@@ -15,7 +15,10 @@
 //! different nodes even when one path is a prefix of the other at function level; each
 //! ending is mapped to its function-level path, and a rank whose endings map to more than
 //! one path moved. Two samples at exactly one instruction address and call path leave one
-//! ending, as they should: the rank did not move between them.
+//! ending, as they should: the rank did not move between them. Below a Python frame, the
+//! interpreter's own frames are left out of the comparison for the same reason as the
+//! progress engine's: a pure-Python loop differs between samples only in the evaluator's C
+//! frames under its unchanged Python line.
 //!
 //! When threads were sampled, each thread is looked at on its own, and a rank is represented
 //! by the thread the verdict is about: its main thread when that is inside MPI, else the
@@ -26,7 +29,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use strata_filters::taskset::format_set;
-use strata_filters::{Frame, NodeId, PrefixTree, RankSet, Special, TaskSet};
+use strata_filters::{CodeKind, Frame, NodeId, PrefixTree, RankSet, Special, TaskSet};
 use strata_result::StrataResult;
 
 /// What a rank was doing at its last sample.
@@ -336,6 +339,8 @@ impl PathKeys {
         let mut seen = vec![true; n];
         // Below an MPI entry (and not in a signal handler below it).
         let mut cut = vec![false; n];
+        // Below a Python frame.
+        let mut in_python = vec![false; n];
         let mut interned: FxHashMap<(u32, String), u32> = FxHashMap::default();
         let mut intern = |parent: u32, step: String| -> u32 {
             let next = u32::try_from(interned.len() + 1).expect("fewer than 2^32 paths");
@@ -369,13 +374,23 @@ impl PathKeys {
                     key[i] = key[parent];
                     cut[i] = true;
                 }
-                Frame::Code(c) => match c.function.as_deref().and_then(mpi_call::call_named) {
-                    Some(call) => {
-                        key[i] = intern(key[parent], call.name);
-                        cut[i] = true;
+                // The evaluator running a Python line is the machine, not the program: a
+                // pure-Python loop differs from sample to sample only in the interpreter's
+                // frames below its line, as an MPI wait only in the progress engine's.
+                Frame::Code(c) if in_python[parent] && c.kind == CodeKind::Interpreter => {
+                    key[i] = key[parent];
+                    in_python[i] = true;
+                }
+                Frame::Code(c) => {
+                    in_python[i] = in_python[parent] || c.kind == CodeKind::Python;
+                    match c.function.as_deref().and_then(mpi_call::call_named) {
+                        Some(call) => {
+                            key[i] = intern(key[parent], call.name);
+                            cut[i] = true;
+                        }
+                        None => key[i] = intern(key[parent], frame.name()),
                     }
-                    None => key[i] = intern(key[parent], frame.name()),
-                },
+                }
             }
         }
         PathKeys { key, seen }
@@ -500,18 +515,39 @@ fn state_of_path(path: &[Frame], program: &Program) -> (Activity, bool) {
         },
         None => Activity::Outside {
             at: program_frame(running, program).and_then(Place::of),
-            innermost: running.last().map(Frame::name).unwrap_or_default(),
+            innermost: innermost_shown(running)
+                .map(Frame::name)
+                .unwrap_or_default(),
         },
     };
     (activity, handler_start.is_some())
 }
 
-/// The innermost frame of the program itself: of its executable when the rank table names
-/// it, else the innermost with a source line, else the innermost code frame.
+/// The innermost frame but the interpreter's own below a Python frame (the evaluator's
+/// C function of the moment says nothing about the program, and differs between samples).
+fn innermost_shown(path: &[Frame]) -> Option<&Frame> {
+    let kind = |f: &Frame| f.code().map(|c| c.kind);
+    match path.iter().rposition(|f| kind(f) == Some(CodeKind::Python)) {
+        Some(python)
+            if path[python + 1..]
+                .iter()
+                .all(|f| kind(f) == Some(CodeKind::Interpreter)) =>
+        {
+            Some(&path[python])
+        }
+        _ => path.last(),
+    }
+}
+
+/// The innermost frame of the program itself: its innermost Python frame when it runs
+/// Python (the interpreter's executable is not the program then), else of its executable
+/// when the rank table names it, else the innermost with a source line, else the innermost
+/// code frame.
 fn program_frame<'a>(path: &'a [Frame], program: &Program) -> Option<&'a Frame> {
     let code = || path.iter().rev().filter(|f| f.code().is_some());
     code()
-        .find(|f| program.owns(f))
+        .find(|f| f.code().is_some_and(|c| c.kind == CodeKind::Python))
+        .or_else(|| code().find(|f| program.owns(f)))
         .or_else(|| code().find(|f| f.code().is_some_and(|c| c.line.is_some())))
         .or_else(|| code().next())
 }
@@ -637,6 +673,65 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["0,3-7", "1", "2"]
         );
+    }
+
+    #[test]
+    fn a_python_rank_is_where_its_python_is() {
+        use crate::testing::{interpreter, python};
+        // Rank 0 spins in one Python line: only the evaluator's C frames below it differ.
+        // Rank 1 sleeps in Python; rank 2 waits in MPI, called through the binding.
+        let evaluator = || interpreter("_PyEval_EvalFrameDefault", 0x500);
+        let r = result(3, 3, |rank, s| {
+            let mut t = vec![interpreter("Py_RunMain", 0x100), evaluator()];
+            t.push(python("<module>", 88));
+            match rank {
+                0 => {
+                    t.push(python("spin", 12));
+                    let machinery = ["PyNumber_Add", "long_add", "PyLong_FromLong"];
+                    t.push(interpreter(machinery[s as usize % 3], 0x600 + u64::from(s)));
+                }
+                1 => {
+                    t.extend([python("nap", 20), interpreter("time_sleep", 0x700)]);
+                    t.push(libc("__GI___clock_nanosleep", 0x800));
+                }
+                _ => t.extend([
+                    python("step", 41),
+                    libc("Comm.Barrier", 0x900),
+                    mpi("PMPI_Barrier", 0xa00),
+                ]),
+            }
+            t
+        });
+        let o = observe(&r);
+        assert_eq!(state(&o, 0).motion, Motion::Unchanged);
+        match &state(&o, 0).activity {
+            Activity::Outside { at, innermost } => {
+                let at = at.as_ref().expect("a program frame");
+                assert_eq!((at.function.as_deref(), at.line), (Some("spin"), Some(12)));
+                assert_eq!(innermost, "spin", "the evaluator's function of the moment");
+            }
+            other => panic!("{other:?}"),
+        }
+        match &state(&o, 1).activity {
+            Activity::Outside { at, innermost } => {
+                assert_eq!(at.as_ref().and_then(|p| p.line), Some(20));
+                assert_eq!(innermost, "__GI___clock_nanosleep");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(call_site_line(state(&o, 2)), Some(41));
+    }
+
+    #[test]
+    fn a_python_rank_moving_between_functions_moves() {
+        use crate::testing::{interpreter, python};
+        let r = result(1, 2, |_, s| {
+            let mut t = vec![interpreter("Py_RunMain", 0x100), python("<module>", 88)];
+            t.push(python(if s == 0 { "load" } else { "train" }, 30));
+            t.push(interpreter("PyNumber_Add", 0x600));
+            t
+        });
+        assert_eq!(state(&observe(&r), 0).motion, Motion::Changed);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Results built from per-rank traces, for the tests of this crate.
 
-use strata_filters::{CodeFrame, Frame, Module, PrefixTree, RankSet, Special};
+use strata_filters::{CodeFrame, CodeKind, Frame, Module, PrefixTree, RankSet, Special};
 use strata_result::StrataResult;
 use strata_result::model::{RankInfo, ResultMeta, SamplingInfo, ThreadInfo};
 
@@ -21,6 +21,30 @@ pub(crate) fn libc(function: &str, offset: u64) -> Frame {
 /// A frame of the MPI library at `offset`.
 pub(crate) fn mpi(function: &str, offset: u64) -> Frame {
     code(function, MPI, offset, None)
+}
+
+/// A Python function's frame at `line` of `train.py`, as the daemon reads it.
+pub(crate) fn python(function: &str, line: u32) -> Frame {
+    Frame::Code(CodeFrame {
+        function: Some(function.to_string()),
+        module: Some(Module {
+            path: "/home/alice/train.py".to_string(),
+            build_id: None,
+        }),
+        file: Some("/home/alice/train.py".to_string()),
+        line: Some(line),
+        kind: CodeKind::Python,
+        ..CodeFrame::default()
+    })
+}
+
+/// A frame of the CPython interpreter's own code at `offset`.
+pub(crate) fn interpreter(function: &str, offset: u64) -> Frame {
+    let mut f = code(function, "/usr/bin/python3.11", offset, None);
+    if let Frame::Code(c) = &mut f {
+        c.kind = CodeKind::Interpreter;
+    }
+    f
 }
 
 pub(crate) fn special(s: Special) -> Frame {

@@ -331,6 +331,20 @@ fn hints(a: &Assembled, threads_shown: bool) {
         .filter(|((_, n), _)| n.no_debug_info)
         .map(|(_, exe)| exe.as_str())
         .collect();
+    let mut python_refused: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (rank, note) in &a.notes {
+        if let Some(why) = &note.python_error {
+            python_refused.entry(why).or_default().push(*rank);
+        }
+    }
+    for (why, mut ranks) in python_refused {
+        ranks.sort_unstable();
+        eprintln!(
+            "strata: rank(s) {}: Python frames not read ({why}); their stacks show the \
+             interpreter's C frames only",
+            list(&ranks)
+        );
+    }
     for exe in no_debug {
         eprintln!(
             "strata: {exe} has no debug information: its frames are named from its symbol \
