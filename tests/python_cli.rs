@@ -1,7 +1,8 @@
 //! Python ranks: strata reads CPython's own frames (function, file, line) out of a running
 //! interpreter, on every CPython the machine has, and puts them among the native frames.
 //! Checked against the interpreter's headers (the layouts) and against py-spy (the frames
-//! of every thread), on real processes.
+//! of every thread), on real processes; `--progress` orders Python ranks by their place in
+//! the `.py` source.
 
 #[path = "support/python.rs"]
 mod python;
@@ -260,6 +261,71 @@ fn attach_splits_python_ranks_by_their_python_call_sites() {
             .ends_with("tests/python/hang.py")
     );
     assert!(frames.iter().any(|f| f["kind"] == "interpreter"));
+    for t in &targets {
+        assert_free(t.pid());
+    }
+}
+
+/// The line of `tests/python/progress.py` marked `# @NAME`.
+fn progress_line(name: &str) -> u32 {
+    let text = std::fs::read_to_string(repo_root().join("tests/python/progress.py")).unwrap();
+    let tag = format!("# @{name}");
+    let i = text
+        .lines()
+        .position(|l| l.trim_end().ends_with(&tag))
+        .unwrap_or_else(|| panic!("no {tag} in progress.py"));
+    i as u32 + 1
+}
+
+#[test]
+fn progress_orders_python_ranks_by_code_order() {
+    let py = &interpreters()[0];
+    let script = repo_root().join("tests/python/progress.py");
+    let script = script.to_str().unwrap();
+    // Ranks 0, 1, 2: after the loop, before it, inside it.
+    let targets: Vec<Target> = ["after", "before", "inside"]
+        .iter()
+        .map(|w| {
+            let t = Target::start_ready(&py.exe, &[script, w], 1);
+            t.wait_all_sleeping(1);
+            t
+        })
+        .collect();
+    let pids: Vec<String> = targets.iter().map(|t| t.pid().to_string()).collect();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pids.join(","),
+        "-n",
+        "1",
+        "--no-files",
+        "--progress",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    // The source was parsed (no line-number fallback), and the ranks are in code order.
+    assert!(!text.contains("by line number only"), "{text}");
+    let order: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Progress order"))
+        .skip(1)
+        .take(3)
+        .collect();
+    for (i, (rank, line)) in [(1, "before"), (2, "inside"), (0, "after")]
+        .into_iter()
+        .enumerate()
+    {
+        let row = order.get(i).unwrap_or_else(|| panic!("{text}"));
+        let expected = format!(
+            "T{}  1:[{rank}]  solve @ progress.py:{}",
+            i + 1,
+            progress_line(line)
+        );
+        assert!(
+            row.trim_start().starts_with(&expected),
+            "{expected}\n{text}"
+        );
+    }
+    assert!(text.contains("Least progressed: T1 (1 rank [1])"), "{text}");
     for t in &targets {
         assert_free(t.pid());
     }

@@ -106,6 +106,8 @@ impl<'tree> Analysis<'_, 'tree> {
                         && (field("right") || field("declarator") || field("type")))
             }
             Language::Fortran => child.kind() == "do_statement",
+            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
+            Language::Python => false,
         }
     }
 
@@ -174,6 +176,8 @@ impl<'tree> Analysis<'_, 'tree> {
                     }
                 }
             }
+            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
+            Language::Python => {}
         }
     }
 
@@ -406,7 +410,7 @@ impl<'tree> Analysis<'_, 'tree> {
                     Place::Body
                 }
             }
-            Language::Fortran => Place::Body,
+            Language::Fortran | Language::Python => Place::Body,
         }
     }
 
@@ -445,6 +449,8 @@ impl<'tree> Analysis<'_, 'tree> {
                         ))
                     }
                 }
+                // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
+                Language::Python => other(format!("inside the inner {kind} at line {line}")),
             };
         }
         let branch =

@@ -118,6 +118,8 @@ impl<'tree> Analysis<'_, 'tree> {
                 "stop_statement" | "error_stop_statement" => Some(jump("stop", JumpEffect::Leaves)),
                 _ => None,
             },
+            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
+            Language::Python => None,
         }
     }
 

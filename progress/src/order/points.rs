@@ -45,7 +45,17 @@ impl Points<'_> {
                 }
             }
             Ok(p) => {
-                if let (Some(src), Some(bin)) = (&p.function, &code.function)
+                // A Python frame is named by its qualified name (`Solver.step`), its
+                // definition by its own (`step`).
+                let python = code.kind == strata_filters::CodeKind::Python;
+                let bin = code.function.as_deref().map(|f| {
+                    if python {
+                        f.rsplit('.').next().unwrap_or(f)
+                    } else {
+                        f
+                    }
+                });
+                if let (Some(src), Some(bin)) = (&p.function, bin)
                     && !same_function_name(src, bin)
                 {
                     let note = format!(

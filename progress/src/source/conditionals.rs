@@ -256,8 +256,82 @@ pub(super) fn shape<'tree>(node: Node<'tree>, language: Language) -> Option<Shap
                     .collect(),
             })
         }
+        (Language::Python, "if_statement") => python_if(node),
+        // The try block is arm 1, each except clause a further arm, then the else clause
+        // (which runs after the block when nothing was raised) and the finally clause, each
+        // an arm of their own: a task in one of them is not ordered against the block.
+        (Language::Python, "try_statement") => {
+            let body = node.child_by_field_name("body")?;
+            let handlers = children(node).into_iter().filter(|child| {
+                matches!(
+                    child.kind(),
+                    "except_clause" | "except_group_clause" | "else_clause" | "finally_clause"
+                )
+            });
+            Some(Shape::Arms {
+                kind: "try",
+                line,
+                condition: None,
+                arms: std::iter::once(body).chain(handlers).map(part).collect(),
+            })
+        }
+        (Language::Python, "match_statement") => {
+            let body = node.child_by_field_name("body")?;
+            Some(Shape::Arms {
+                kind: "match",
+                line,
+                condition: node.child_by_field_name("subject").map(part),
+                arms: children(body)
+                    .into_iter()
+                    .filter(|child| child.kind() == "case_clause")
+                    .map(part)
+                    .collect(),
+            })
+        }
         _ => None,
     }
+}
+
+/// A Python if: `if c: / body / elif d: / body / else: / body`, its `elif` clauses flat in
+/// the tree as Fortran's are, given C's nesting.
+fn python_if(node: Node) -> Option<Shape> {
+    let mut clauses = vec![python_clause(node)?];
+    let mut otherwise = None;
+    let mut cursor = node.walk();
+    for alternative in node.children_by_field_name("alternative", &mut cursor) {
+        match alternative.kind() {
+            "elif_clause" => clauses.push(python_clause(alternative)?),
+            "else_clause" => {
+                otherwise = Some(Part {
+                    first_line: first_line(alternative),
+                    nodes: vec![alternative],
+                });
+            }
+            _ => {}
+        }
+    }
+    Some(Shape::IfChain {
+        kind: "if",
+        clauses,
+        otherwise,
+    })
+}
+
+/// An `if` or `elif` clause: its condition and its block.
+fn python_clause(node: Node) -> Option<IfClause> {
+    let condition = node.child_by_field_name("condition")?;
+    let body = node.child_by_field_name("consequence")?;
+    Some(IfClause {
+        line: first_line(node),
+        condition: Part {
+            first_line: first_line(condition),
+            nodes: vec![condition],
+        },
+        body: Part {
+            first_line: first_line(body),
+            nodes: vec![body],
+        },
+    })
 }
 
 /// A Fortran if: `if (c) then / body / else if (d) then / body / else / body / end if`, or

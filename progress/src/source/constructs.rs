@@ -56,6 +56,16 @@ pub(super) fn role(node: Node, language: Language) -> Role {
             "subroutine" | "function" | "module_procedure" | "internal_procedures" => Role::Opaque,
             _ => Role::Transparent,
         },
+        // A loop's `else` clause runs once, after the last iteration, but lies inside the
+        // loop's node: its lines read as the loop's (a weakness the module docs list).
+        // Comprehensions loop too, on one line or a few: transparent, as a C macro is.
+        Language::Python => match node.kind() {
+            "for_statement" => Role::Loop("for"),
+            "while_statement" => Role::Loop("while"),
+            "if_statement" | "try_statement" | "match_statement" => Role::Conditional,
+            "function_definition" | "lambda" | "class_definition" => Role::Opaque,
+            _ => Role::Transparent,
+        },
     }
 }
 

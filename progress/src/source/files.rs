@@ -23,8 +23,8 @@ pub enum SourceError {
     #[error("cannot read {path}: {why} (pass --source-dir DIR where the sources live)")]
     Unreadable { path: String, why: String },
     #[error(
-        "{path}: not a C, C++ or Fortran source by its name (known endings: .c .h .cc .cpp .cxx \
-         .C .hpp .f90 .F90 .f ...), so its program points are unknown"
+        "{path}: not a C, C++, Fortran or Python source by its name (known endings: .c .h .cc \
+         .cpp .cxx .C .hpp .f90 .F90 .f .py ...), so its program points are unknown"
     )]
     UnknownLanguage { path: String },
     #[error(

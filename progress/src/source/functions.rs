@@ -7,8 +7,18 @@ use super::syntax::{children, children_spanning, first_line, spans};
 use tree_sitter::Node;
 
 /// The innermost function definition spanning `line`. Definitions nest properly, so among
-/// those that span the line the innermost is the one that starts last.
+/// those that span the line the innermost is the one that starts last. A Python line in no
+/// function is its module's code, which the interpreter runs as a function (`<module>`):
+/// the whole file is that function.
 pub(super) fn innermost_function(root: Node, line: u32, language: Language) -> Option<Node> {
+    let best = innermost_definition(root, line, language);
+    if best.is_none() && language == Language::Python && spans(root, line) {
+        return Some(root);
+    }
+    best
+}
+
+fn innermost_definition(root: Node, line: u32, language: Language) -> Option<Node> {
     let mut best: Option<Node> = None;
     let mut pending = vec![root];
     while let Some(node) = pending.pop() {
@@ -39,6 +49,7 @@ fn is_function(node: Node, language: Language) -> bool {
                 "subroutine" | "function" | "program" | "module_procedure"
             )
         }
+        Language::Python => matches!(node.kind(), "function_definition" | "lambda"),
     }
 }
 
@@ -65,6 +76,11 @@ pub(super) fn function_name(node: Node, language: Language, source: &[u8]) -> Op
                 .child_by_field_name("name")
                 .or_else(|| children(statement).into_iter().find(|c| c.kind() == "name"))?
         }
+        // The name the interpreter gives a module's code.
+        Language::Python if node.kind() == "module" => return Some("<module>".to_string()),
+        // A method's frame is named by its qualified name (`Solver.step`), its definition
+        // by its own: the comparison takes the last part of the frame's.
+        Language::Python => node.child_by_field_name("name")?,
     };
     let text = name.utf8_text(source).ok()?;
     let words: Vec<&str> = text.split_whitespace().collect();

@@ -1,4 +1,6 @@
 //! Which source language a file is, by its name, and the tree-sitter grammar that reads it.
+//! A `.py` file is Python's: its frames are read from the interpreter (the daemon's Python
+//! reader), with the line the interpreter is at.
 
 use std::path::Path;
 
@@ -8,6 +10,7 @@ pub enum Language {
     C,
     Cpp,
     Fortran,
+    Python,
 }
 
 impl Language {
@@ -23,6 +26,7 @@ impl Language {
             | "tcc" => Some(Language::Cpp),
             "f90" | "f95" | "f03" | "f08" | "F90" | "F95" | "F03" | "F08" | "f" | "F" | "for"
             | "ftn" | "f77" | "F77" => Some(Language::Fortran),
+            "py" => Some(Language::Python),
             _ => None,
         }
     }
@@ -32,6 +36,7 @@ impl Language {
             Language::C => tree_sitter_c::LANGUAGE.into(),
             Language::Cpp => tree_sitter_cpp::LANGUAGE.into(),
             Language::Fortran => tree_sitter_fortran::LANGUAGE.into(),
+            Language::Python => tree_sitter_python::LANGUAGE.into(),
         }
     }
 
@@ -40,6 +45,7 @@ impl Language {
             Language::C => "C",
             Language::Cpp => "C++",
             Language::Fortran => "Fortran",
+            Language::Python => "Python",
         }
     }
 }

@@ -2,9 +2,9 @@
 //! paper's program point rewriting system (Section 4.1), on tree-sitter syntax trees
 //! instead of ROSE.
 //!
-//! [`SourceIndex`] finds the source file (as named by DWARF, or under `--source-dir`
-//! folders), parses it once with the C, C++ or Fortran grammar, and answers points for its
-//! lines. For a line it finds the innermost function definition that spans it, then descends
+//! [`SourceIndex`] finds the source file (as named by DWARF or the Python frame, or under
+//! `--source-dir` folders), parses it once with the C, C++, Fortran or Python grammar, and
+//! answers points for its lines. For a line it finds the innermost function definition that spans it, then descends
 //! through the loops and conditionals that contain the line, outermost first, emitting for
 //! each an offset from the current base line and an iteration placeholder (loops) or an arm
 //! token (conditionals); the base moves to the loop's or the arm's first line; the last step
@@ -40,6 +40,10 @@
 //! * The grammar sees the unpreprocessed text: loops hidden in macros are invisible, and
 //!   both sides of an `#if` are present (the binary has only one, so this is harmless).
 //!   `.h` headers are parsed with the C++ grammar, in practice a superset of C's.
+//! * Python: a line of a module's own code is in the function `<module>` (the whole file), as
+//!   the interpreter runs it; a loop's `else` clause reads as part of the loop; a `try`'s
+//!   `else` and `finally` clauses are arms of their own; comprehensions are not loops. No
+//!   loop-order variables yet: tasks in one loop at different lines need the iteration.
 //! * Fixed-form Fortran (`.f`, `.for`, `.ftn`, `.f77`) is parsed with the free-form grammar:
 //!   simple code parses, but column-6 continuations and `C` comment lines may not.
 //! * Loops built from `goto`, `setjmp`, recursion or macros are not loops here; `?:`, `&&`,

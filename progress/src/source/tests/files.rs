@@ -11,7 +11,8 @@ fn languages_by_extension() {
     assert_eq!(Language::from_path("dir.d/a.cxx"), Some(Language::Cpp));
     assert_eq!(Language::from_path("a.F90"), Some(Language::Fortran));
     assert_eq!(Language::from_path("a.f"), Some(Language::Fortran));
-    assert_eq!(Language::from_path("a.py"), None);
+    assert_eq!(Language::from_path("a.py"), Some(Language::Python));
+    assert_eq!(Language::from_path("a.rs"), None);
     assert_eq!(Language::from_path("Makefile"), None);
     assert_eq!(Language::from_path("a.c.orig"), None);
 }
@@ -46,14 +47,14 @@ fn a_folder_named_like_a_source_is_unreadable() {
 #[test]
 fn an_unknown_language_is_refused_by_name() {
     let mut index = SourceIndex::new(Vec::new());
-    let error = index.point("/src/model.py", 1).unwrap_err();
+    let error = index.point("/src/model.rs", 1).unwrap_err();
     assert_eq!(
         error,
         SourceError::UnknownLanguage {
-            path: "/src/model.py".to_owned()
+            path: "/src/model.rs".to_owned()
         }
     );
-    assert!(error.to_string().contains("/src/model.py"));
+    assert!(error.to_string().contains("/src/model.rs"));
 }
 
 #[test]

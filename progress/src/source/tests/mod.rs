@@ -12,6 +12,7 @@ mod files;
 mod fortran;
 mod loops;
 mod paper;
+mod python;
 mod robustness;
 
 /// The point of the line holding `marker` in a fixture file, through a SourceIndex.
