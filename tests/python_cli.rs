@@ -1,8 +1,8 @@
 //! Python ranks: strata reads CPython's own frames (function, file, line) out of a running
 //! interpreter, on every CPython the machine has, and puts them among the native frames.
 //! Checked against the interpreter's headers (the layouts) and against py-spy (the frames
-//! of every thread), on real processes; `--progress` orders Python ranks by their place in
-//! the `.py` source.
+//! of every thread), on real processes, the interpreter itself or embedded in a C program;
+//! `--progress` orders Python ranks by their place in the `.py` source.
 
 #[path = "support/python.rs"]
 mod python;
@@ -329,4 +329,47 @@ fn progress_orders_python_ranks_by_code_order() {
     for t in &targets {
         assert_free(t.pid());
     }
+}
+
+#[test]
+fn an_embedded_interpreter_is_read_between_the_programs_c_frames() {
+    // Debian's libpython3.11, linked into a C program as `python3.11-config --embed` says.
+    let config = |what: &str| {
+        let out = Command::new("python3.11-config")
+            .args(["--embed", what])
+            .output()
+            .expect("python3.11-config (python3-dev; tests/run-all.sh installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("embed");
+    let out = Command::new("cc")
+        .args(["-g", "-O1", "-o"])
+        .arg(&exe)
+        .arg(repo_root().join("tests/python/embed.c"))
+        .args(config("--cflags").split_whitespace())
+        .args(config("--ldflags").split_whitespace())
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Target::start_ready(&exe, &[&hang_script(), "sleep"], 1);
+    t.wait_all_sleeping(2);
+    let (code, dump, err) = parts(&strata(&["dump", &t.pid().to_string()]));
+    assert_eq!(code, 0, "{err}");
+    let ours = strata_python_frames(&dump);
+    let theirs = py_spy_frames(t.pid());
+    assert_eq!(theirs.len(), 2, "{theirs:?}");
+    for (tid, frames) in &theirs {
+        assert_eq!(ours.get(tid), Some(frames), "thread {tid}\n{dump}");
+    }
+    // The program's own C frames are outside the Python frames it runs.
+    let main_thread = dump.split("  Thread ").nth(1).unwrap_or("");
+    let module_at = main_thread.find("(python)           <module>");
+    let run_script_at = main_thread.find("run_script at");
+    assert!(module_at.is_some() && module_at < run_script_at, "{dump}");
+    assert_free(t.pid());
 }
