@@ -141,6 +141,17 @@ fn dump_shows_the_python_frames_py_spy_shows_on_every_cpython() {
         let ours = strata_python_frames(&dump);
         let theirs = py_spy_frames(t.pid());
         assert_eq!(theirs.len(), 2, "{}: {theirs:?}", py.label());
+        // Before 3.11 the image does not say its micro version: only its name's `3.X`.
+        let (a, b, c) = py.version;
+        let version = if b >= 11 {
+            format!("{a}.{b}.{c}")
+        } else {
+            format!("{a}.{b}")
+        };
+        assert!(
+            dump.contains(&format!("\n  Python {version}, frames read in ")),
+            "{dump}"
+        );
         for (tid, frames) in &theirs {
             assert_eq!(
                 ours.get(tid),

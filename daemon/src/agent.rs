@@ -734,7 +734,13 @@ pub fn stacks_reply(tasks: &[Task], last: &[Option<LastStacks>], ranks: &[u32]) 
         let mut text = String::new();
         let error = match last.get(i).and_then(Option::as_ref) {
             Some(last) => {
-                render_process(&mut text, &last.capture, Some(r), &last.threads);
+                render_process(
+                    &mut text,
+                    &last.capture,
+                    Some(r),
+                    &last.threads,
+                    last.python.as_deref(),
+                );
                 None
             }
             None => Some("no stack to show: its last sample failed".to_string()),

@@ -111,6 +111,8 @@ pub struct LastStacks {
     pub capture: TaskCapture,
     /// Per thread (same order as `capture.threads`).
     pub threads: Vec<Result<ThreadFrames, ThreadError>>,
+    /// [`TaskStacks::python_summary`].
+    pub python: Option<String>,
 }
 
 /// One thread's symbolized stack, innermost first.
@@ -261,6 +263,7 @@ impl Sampler {
                         if all_threads {
                             last[i] = Some(LastStacks {
                                 threads: self.symbolized(&stacks),
+                                python: stacks.python_summary(),
                                 capture: without_stack_copies(capture),
                             });
                         }

@@ -9,12 +9,14 @@ use crate::sampler::ThreadFrames;
 use crate::unwind::{FrameKind, WalkEnd};
 use strata_filters::Frame;
 
-/// `Process 25388 (ring) rank 1: 3 thread(s), stopped for 230 us`, then each thread.
+/// `Process 25388 (ring) rank 1: 3 thread(s), stopped for 230 us`, then `python` (what
+/// was read of its Python, when it runs Python), then each thread.
 pub fn render_process(
     out: &mut String,
     capture: &TaskCapture,
     rank: Option<u32>,
     threads: &[Result<ThreadFrames, ThreadError>],
+    python: Option<&str>,
 ) {
     let comm = capture
         .main_thread()
@@ -30,6 +32,9 @@ pub fn render_process(
         capture.threads.len(),
         capture.stopped_for.as_micros()
     );
+    if let Some(python) = python {
+        let _ = writeln!(out, "  {python}");
+    }
     for (t, frames) in capture.threads.iter().zip(threads) {
         let info = &t.info;
         let mut head = format!(

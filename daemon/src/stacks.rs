@@ -37,6 +37,17 @@ pub struct TaskStacks {
     pub python: Option<crate::python::frames::PythonRead>,
 }
 
+impl TaskStacks {
+    /// One line on the task's Python for whole-stack views (`Python 3.11.2, frames read in
+    /// 85 us`, or why its frames were not read); `None` when it runs no Python.
+    pub fn python_summary(&self) -> Option<String> {
+        Some(match self.python.as_ref()? {
+            Ok(p) => p.summary(),
+            Err(why) => format!("Python frames not read: {why}"),
+        })
+    }
+}
+
 /// Unwinds every captured thread of `capture`. `live` reads the task's memory now (a
 /// `ProcessMemory`); `cache` shares parsed binaries across tasks.
 pub fn unwind_task(

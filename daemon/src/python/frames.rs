@@ -54,11 +54,13 @@ impl PythonFrames {
             Discovery::NotPython => None,
             Discovery::Refused(why) => Some(Err(why)),
             Discovery::Python(interpreter) => {
+                let started = std::time::Instant::now();
                 let threads = threads::walk(pid, &interpreter, mem, &mut self.codes)
                     .map_err(|e| e.to_string());
                 Some(Ok(ProcessPython {
                     interpreter,
                     threads,
+                    read_in: started.elapsed(),
                 }))
             }
         }

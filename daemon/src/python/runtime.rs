@@ -15,8 +15,8 @@ use crate::memory::MemoryReader;
 /// A CPython interpreter found in a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Interpreter {
-    /// (major, minor, micro); micro is 0 when only the file name told.
-    pub version: (u32, u32, u32),
+    /// (major, minor, micro); no micro when only the file name told.
+    pub version: (u32, u32, Option<u32>),
     pub layout: &'static Layout,
     /// The address of `_PyRuntime` in the process.
     pub runtime: u64,
@@ -27,9 +27,9 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
+    /// `3.11.2`, or `3.10` when the micro version is not known.
     pub fn version_text(&self) -> String {
-        let (a, b, c) = self.version;
-        format!("{a}.{b}.{c}")
+        version_text(self.version)
     }
 }
 
@@ -63,12 +63,8 @@ pub fn discover(space: &AddressSpace, mem: &dyn MemoryReader) -> Discovery {
             ));
         }
     };
-    let (major, minor, micro) = version;
-    let shown = if micro == 0 && image.data_symbol_address("Py_Version").is_none() {
-        format!("{major}.{minor}")
-    } else {
-        format!("{major}.{minor}.{micro}")
-    };
+    let (major, minor, _) = version;
+    let shown = version_text(version);
     let Some(layout) = (major == 3).then(|| Layout::for_minor(minor)).flatten() else {
         return Discovery::Refused(format!(
             "Python {shown} layout not verified (strata reads CPython 3.{}-3.{})",
@@ -93,27 +89,34 @@ pub fn discover(space: &AddressSpace, mem: &dyn MemoryReader) -> Discovery {
     })
 }
 
+fn version_text(version: (u32, u32, Option<u32>)) -> String {
+    match version {
+        (a, b, Some(c)) => format!("{a}.{b}.{c}"),
+        (a, b, None) => format!("{a}.{b}"),
+    }
+}
+
 /// The interpreter's version: `Py_Version` (`PY_VERSION_HEX`, 3.11+) from the image's
 /// file contents, else the `3.X` in its file name.
-fn version_of(m: &MappedImage) -> Option<(u32, u32, u32)> {
+fn version_of(m: &MappedImage) -> Option<(u32, u32, Option<u32>)> {
     let image = m.image()?;
     if let Some(at) = image.data_symbol_address("Py_Version")
         && let Some(b) = image.bytes_at(at, 4)
     {
         let hex = u32::from_le_bytes(b.try_into().ok()?);
-        return Some((hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff));
+        return Some((hex >> 24, (hex >> 16) & 0xff, Some((hex >> 8) & 0xff)));
     }
     version_in_name(m.short_name())
 }
 
 /// `3.10` in `libpython3.10.so.1.0`, `python3.10`, `libpython3.9d.so`.
-fn version_in_name(name: &str) -> Option<(u32, u32, u32)> {
+fn version_in_name(name: &str) -> Option<(u32, u32, Option<u32>)> {
     let rest = name
         .strip_prefix("libpython")
         .or_else(|| name.strip_prefix("python"))?;
     let (major, rest) = rest.split_once('.')?;
     let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    Some((major.parse().ok()?, minor.parse().ok()?, 0))
+    Some((major.parse().ok()?, minor.parse().ok()?, None))
 }
 
 /// The 3.13 `_Py_DebugOffsets` words strata compares with its layout: (index of the
@@ -192,9 +195,9 @@ mod tests {
 
     #[test]
     fn versions_read_from_file_names() {
-        assert_eq!(version_in_name("libpython3.10.so.1.0"), Some((3, 10, 0)));
-        assert_eq!(version_in_name("python3.9"), Some((3, 9, 0)));
-        assert_eq!(version_in_name("libpython3.9d.so"), Some((3, 9, 0)));
+        assert_eq!(version_in_name("libpython3.10.so.1.0"), Some((3, 10, None)));
+        assert_eq!(version_in_name("python3.9"), Some((3, 9, None)));
+        assert_eq!(version_in_name("libpython3.9d.so"), Some((3, 9, None)));
         assert_eq!(version_in_name("python"), None);
         assert_eq!(version_in_name("python3"), None);
         assert_eq!(version_in_name("train"), None);

@@ -93,7 +93,13 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
             Ok(capture) => {
                 let stacks = sampler.unwind(&capture, max_frames);
                 let threads = sampler.symbolized(&stacks);
-                render_process(&mut out, &capture, None, &threads);
+                render_process(
+                    &mut out,
+                    &capture,
+                    None,
+                    &threads,
+                    stacks.python_summary().as_deref(),
+                );
             }
             Err(e) => {
                 eprintln!("strata: pid {pid}: {e}");
