@@ -384,3 +384,37 @@ fn an_embedded_interpreter_is_read_between_the_programs_c_frames() {
     assert!(module_at.is_some() && module_at < run_script_at, "{dump}");
     assert_free(t.pid());
 }
+
+#[test]
+fn the_gil_holder_is_the_one_py_spy_names_on_every_cpython() {
+    let mut checked = Vec::new();
+    for py in interpreters() {
+        let t = Target::start_ready(&py.exe, &[&hang_script(), "spin"], 1);
+        // The waiter sleeps; the main thread spins in Python, keeping the GIL.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (code, dump, err) = parts(&strata(&["dump", &t.pid().to_string()]));
+        assert_eq!(code, 0, "{}: {err}", py.label());
+        let ours: BTreeMap<i64, bool> = dump
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("Thread "))
+            .map(|rest| {
+                let tid = rest.split_whitespace().next().unwrap().parse().unwrap();
+                (tid, rest.contains("(holds the GIL)"))
+            })
+            .collect();
+        let theirs: BTreeMap<i64, bool> = py_spy_dump(t.pid())
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let owns = t["owns_gil"].as_bool().expect("py-spy's owns_gil");
+                (t["os_thread_id"].as_i64().unwrap(), owns)
+            })
+            .collect();
+        assert_eq!(ours, theirs, "{}\n{dump}", py.label());
+        assert_eq!(ours.get(&(t.pid() as i64)), Some(&true), "{dump}");
+        assert_free(t.pid());
+        checked.push(py.label());
+    }
+    eprintln!("GIL holder compared with py-spy on: {}", checked.join(", "));
+}

@@ -121,6 +121,9 @@ pub struct ThreadFrames {
     pub frames: Vec<PhysicalFrame>,
     /// Why the walk ended.
     pub end: WalkEnd,
+    /// The thread holds its Python interpreter's GIL (the others wait for it, or run no
+    /// Python code now).
+    pub holds_gil: bool,
 }
 
 /// One frame of the machine stack and the source frames it stands for.
@@ -618,6 +621,7 @@ impl Sampler {
                         frames
                     },
                     end: s.end.clone(),
+                    holds_gil: python_thread(stacks, t).is_some_and(|p| p.holds_gil),
                 }),
                 Err(e) => Err(e.clone()),
             })

@@ -47,6 +47,9 @@ pub fn render_process(
         if let Some(nr) = info.syscall {
             let _ = write!(head, " ({})", syscall_label(nr));
         }
+        if frames.as_ref().is_ok_and(|f| f.holds_gil) {
+            head.push_str(" (holds the GIL)");
+        }
         if let Ok(s) = &t.snapshot {
             if let Some(sig) = s.pending_signal {
                 let _ = write!(head, " (signal {sig} pending, delivered after detach)");

@@ -1,5 +1,6 @@
 # A Python program that hangs where the test says: its main thread in nested calls of
-# Solver.step ending in time.sleep ("sleep") or an Event wait ("wait"), and a second
+# Solver.step ending in time.sleep ("sleep"), an Event wait ("wait") or a loop that keeps the
+# GIL ("spin"), and a second
 # thread, "waiter", blocked on an event. Prints "ready" once both are in place.
 import sys
 import threading
@@ -11,11 +12,18 @@ def wait_forever(event, started):
     event.wait()
 
 
+def spin_holding_the_gil():
+    while True:
+        pass
+
+
 class Solver:
     def step(self, n, where):
         if n == 0:
             if where == "sleep":
                 time.sleep(1000)
+            elif where == "spin":
+                spin_holding_the_gil()
             else:
                 threading.Event().wait()
         else:
