@@ -506,29 +506,12 @@ impl Sampler {
         stack: &UnwoundStack,
         python: Option<&PyThread>,
     ) -> Vec<Arc<Frame>> {
-        let mut out = Vec::with_capacity(stack.frames.len() + 2);
-        let physical: Vec<SharedFrames> = stack
-            .frames
+        let (physical, unplaced) = self.physical_frames(space, stack, python);
+        let mut out: Vec<Arc<Frame>> = physical
             .iter()
-            .map(|f| self.frames_at(space, f.lookup_pc))
+            .flat_map(|p| p.frames.iter().cloned())
+            .chain(unplaced)
             .collect();
-        let mut inserts = self.python_inserts(&physical, python);
-        for (i, frames) in physical.iter().enumerate() {
-            if let Some(py) = inserts.remove(&i) {
-                out.extend(py);
-            }
-            out.extend(frames.iter().cloned());
-            if let Some(call) = stack
-                .frames
-                .get(i + 1)
-                .and_then(|caller| self.recovered_call(space, frames, caller))
-            {
-                out.push(call);
-            }
-        }
-        if let Some(py) = inserts.remove(&physical.len()) {
-            out.extend(py);
-        }
         match stack.end {
             WalkEnd::Outermost => {}
             WalkEnd::Truncated => out.push(Arc::new(Frame::Special(Special::Truncated))),
@@ -584,48 +567,66 @@ impl Sampler {
             .iter()
             .map(|t| match &t.stack {
                 Ok(s) => Ok(ThreadFrames {
-                    frames: {
-                        let physical: Vec<SharedFrames> = s
-                            .frames
-                            .iter()
-                            .map(|f| self.frames_at(&stacks.space, f.lookup_pc))
-                            .collect();
-                        let mut inserts = self.python_inserts(&physical, python_thread(stacks, t));
-                        let mut outer = inserts.remove(&physical.len());
-                        let mut frames: Vec<PhysicalFrame> = s
-                            .frames
-                            .iter()
-                            .enumerate()
-                            .map(|(i, f)| {
-                                let mut frames = physical[i].clone();
-                                if let Some(py) = inserts.remove(&i) {
-                                    frames = py.into_iter().chain(frames.iter().cloned()).collect();
-                                }
-                                if let Some(call) = s.frames.get(i + 1).and_then(|caller| {
-                                    self.recovered_call(&stacks.space, &frames, caller)
-                                }) {
-                                    frames = frames.iter().cloned().chain([call]).collect();
-                                }
-                                PhysicalFrame {
-                                    pc: f.pc,
-                                    kind: f.kind,
-                                    frames,
-                                }
-                            })
-                            .collect();
-                        // Python frames with no native frame to go in: at the outer end,
-                        // on the outermost frame.
-                        if let (Some(py), Some(last)) = (outer.take(), frames.last_mut()) {
-                            last.frames = last.frames.iter().cloned().chain(py).collect();
-                        }
-                        frames
-                    },
+                    // A stack with no native frame has nowhere to show Python frames.
+                    frames: self
+                        .physical_frames(&stacks.space, s, python_thread(stacks, t))
+                        .0,
                     end: s.end.clone(),
                     holds_gil: python_thread(stacks, t).is_some_and(|p| p.holds_gil),
                 }),
                 Err(e) => Err(e.clone()),
             })
             .collect()
+    }
+
+    /// A thread's machine frames, each with the source frames it stands for: inlined calls,
+    /// the function, a call recovered from its caller's call instruction after it, and the
+    /// Python frames its evaluator runs before them; Python frames outside every native
+    /// frame go with the outermost one. The second list holds them when there is no
+    /// native frame at all. Trees ([`Self::stack_frames`]) and whole stacks
+    /// ([`Self::symbolized`]) are both made from this.
+    fn physical_frames(
+        &mut self,
+        space: &AddressSpace,
+        stack: &UnwoundStack,
+        python: Option<&PyThread>,
+    ) -> (Vec<PhysicalFrame>, Vec<Arc<Frame>>) {
+        let physical: Vec<SharedFrames> = stack
+            .frames
+            .iter()
+            .map(|f| self.frames_at(space, f.lookup_pc))
+            .collect();
+        let mut inserts = self.python_inserts(&physical, python);
+        let mut outer = inserts.remove(&physical.len()).unwrap_or_default();
+        let mut out: Vec<PhysicalFrame> = stack
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut frames = physical[i].clone();
+                if let Some(py) = inserts.remove(&i) {
+                    frames = py.into_iter().chain(frames.iter().cloned()).collect();
+                }
+                if let Some(call) = stack
+                    .frames
+                    .get(i + 1)
+                    .and_then(|caller| self.recovered_call(space, &physical[i], caller))
+                {
+                    frames = frames.iter().cloned().chain([call]).collect();
+                }
+                PhysicalFrame {
+                    pc: f.pc,
+                    kind: f.kind,
+                    frames,
+                }
+            })
+            .collect();
+        if let Some(last) = out.last_mut()
+            && !outer.is_empty()
+        {
+            last.frames = last.frames.iter().cloned().chain(outer.drain(..)).collect();
+        }
+        (out, outer)
     }
 
     /// Unwinds every thread of a capture with this sampler's caches, and reads its Python
