@@ -114,9 +114,12 @@ fn exe_name(pid: Pid) -> String {
 fn wait_for(root: Pid, names: &[&str], n: usize) -> Vec<Pid> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
+        // The kernel names the new executable a moment before it sets up the new
+        // environment: a process counts once its environment can be read too.
         let found: Vec<Pid> = descendants(root)
             .into_iter()
             .filter(|&p| names.contains(&exe_name(p).as_str()))
+            .filter(|&p| procfs::environ(p).is_ok_and(|e| !e.is_empty()))
             .collect();
         if found.len() == n {
             return found;
