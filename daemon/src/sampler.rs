@@ -605,7 +605,16 @@ impl Sampler {
             .map(|(i, f)| {
                 let mut frames = physical[i].clone();
                 if let Some(py) = inserts.remove(&i) {
-                    frames = py.into_iter().chain(frames.iter().cloned()).collect();
+                    // Inside the evaluator's own frame (the last), outside the calls inlined
+                    // into it at this address: those run the innermost Python line
+                    // (`compute > Py_INCREF`), they do not call the Python frames.
+                    let (inlined, function) = frames.split_at(frames.len().saturating_sub(1));
+                    frames = inlined
+                        .iter()
+                        .cloned()
+                        .chain(py)
+                        .chain(function.iter().cloned())
+                        .collect();
                 }
                 if let Some(call) = stack
                     .frames
