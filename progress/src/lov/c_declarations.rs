@@ -6,6 +6,7 @@ use super::declarations::{Declared, TypeClass};
 use super::step::{StepExpression, c_integer};
 use crate::source::constructs::is_macro_block;
 use crate::source::functions::innermost_function_declarator;
+use crate::source::language::Language;
 use crate::source::syntax::{children, first_line};
 use tree_sitter::Node;
 
@@ -307,7 +308,7 @@ impl<'tree> Analysis<'_, 'tree> {
 
     /// The value of `#define name literal` in this file.
     pub(super) fn define(&self, name: &str) -> Option<i128> {
-        if self.is_fortran() {
+        if !matches!(self.language, Language::C | Language::Cpp) {
             return None;
         }
         self.facts().defines.get(name).copied()

@@ -35,8 +35,7 @@ impl<'tree> Analysis<'_, 'tree> {
         match self.language {
             Language::C | Language::Cpp => self.c_declaration(name, at),
             Language::Fortran => self.fortran_declaration(name, at),
-            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
-            Language::Python => None,
+            Language::Python => self.python_declaration(name),
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::analysis::Analysis;
 use super::candidates::Rejected;
 use super::step::StepExpression;
-use crate::source::constructs::{is_macro_block, loop_kind};
+use crate::source::constructs::{is_macro_block, is_python_scope, loop_kind};
 use crate::source::language::Language;
 use crate::source::syntax::{children, first_line};
 use tree_sitter::Node;
@@ -87,7 +87,14 @@ impl<'tree> Analysis<'_, 'tree> {
                 }
                 continue;
             }
-            self.definitions_at(node, &mut definitions);
+            if self.language == Language::Python {
+                if is_python_scope(node) {
+                    continue;
+                }
+                self.python_definitions_at(node, &mut definitions);
+            } else {
+                self.definitions_at(node, &mut definitions);
+            }
             pending.extend(children(node));
         }
         definitions.sort_by_key(|definition| definition.node.start_byte());
@@ -106,8 +113,9 @@ impl<'tree> Analysis<'_, 'tree> {
                         && (field("right") || field("declarator") || field("type")))
             }
             Language::Fortran => child.kind() == "do_statement",
-            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
-            Language::Python => false,
+            // A for's iterable runs once; a loop's else clause once, after the last
+            // iteration.
+            Language::Python => field("right") || field("alternative"),
         }
     }
 
@@ -176,8 +184,7 @@ impl<'tree> Analysis<'_, 'tree> {
                     }
                 }
             }
-            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
-            Language::Python => {}
+            Language::Python => self.python_header(the_loop, definitions),
         }
     }
 
@@ -249,26 +256,9 @@ impl<'tree> Analysis<'_, 'tree> {
                 );
             }
             (Language::C | Language::Cpp, "assignment_expression") => {
-                let (Some(left), Some(right), Some(operator)) = (
-                    node.child_by_field_name("left"),
-                    node.child_by_field_name("right"),
-                    node.child_by_field_name("operator"),
-                ) else {
-                    return;
-                };
-                let Some(variable) = self.plain_name(left) else {
-                    return;
-                };
-                let form = match operator.kind() {
-                    "+=" => self.step_form(right, 1),
-                    "-=" => self.step_form(right, -1),
-                    "=" => self.assignment_form(&variable, node, right),
-                    _ => Form::NotMonotonic(format!(
-                        "{} is not monotonic by a constant step",
-                        self.written(node)
-                    )),
-                };
-                define(variable, form, None);
+                if let Some((variable, form)) = self.update_form(node) {
+                    define(variable, form, None);
+                }
             }
             // A declaration with an initializer inside the loop (the loop's own
             // initializer is never visited), or a C++ condition declaration.
@@ -319,8 +309,29 @@ impl<'tree> Analysis<'_, 'tree> {
         }
     }
 
+    /// An assignment to a plain variable (`x += c`, `x -= c`, `x = ...`; fields `left`,
+    /// `operator`, `right` in C's grammar and Python's) as its variable and form.
+    pub(super) fn update_form(&self, node: Node) -> Option<(String, Form)> {
+        let (left, right, operator) = (
+            node.child_by_field_name("left")?,
+            node.child_by_field_name("right")?,
+            node.child_by_field_name("operator")?,
+        );
+        let variable = self.plain_name(left)?;
+        let form = match operator.kind() {
+            "+=" => self.step_form(right, 1),
+            "-=" => self.step_form(right, -1),
+            "=" => self.assignment_form(&variable, node, right),
+            _ => Form::NotMonotonic(format!(
+                "{} is not monotonic by a constant step",
+                self.written(node)
+            )),
+        };
+        Some((variable, form))
+    }
+
     /// `x += c` (sign 1) or `x -= c` (sign -1).
-    fn step_form(&self, step: Node, sign: i8) -> Form {
+    pub(super) fn step_form(&self, step: Node, sign: i8) -> Form {
         Form::Step {
             step: self.step_expression(step),
             sign,
@@ -329,9 +340,12 @@ impl<'tree> Analysis<'_, 'tree> {
     }
 
     /// `x = x + c`, `x = c + x`, `x = x - c`, or why not.
-    fn assignment_form(&self, variable: &str, statement: Node, right: Node) -> Form {
+    pub(super) fn assignment_form(&self, variable: &str, statement: Node, right: Node) -> Form {
         let right = self.unparenthesize(right);
-        if matches!(right.kind(), "binary_expression" | "math_expression") {
+        if matches!(
+            right.kind(),
+            "binary_expression" | "math_expression" | "binary_operator"
+        ) {
             let operator = right
                 .child_by_field_name("operator")
                 .map_or("", |operator| operator.kind());
@@ -379,7 +393,7 @@ impl<'tree> Analysis<'_, 'tree> {
     /// Where `node` (inside the loop) sits, and why it may not run exactly once per
     /// iteration: the outermost construct between it and the loop that is not straight-line
     /// code decides (an `if` around an inner loop is "in a branch").
-    fn context(&self, node: Node<'tree>) -> (Place, Option<NotEveryIteration>) {
+    pub(super) fn context(&self, node: Node<'tree>) -> (Place, Option<NotEveryIteration>) {
         let mut reason = None;
         let mut child = node;
         let mut current = node.parent();
@@ -410,6 +424,7 @@ impl<'tree> Analysis<'_, 'tree> {
                     Place::Body
                 }
             }
+            Language::Python if is_field("condition") => Place::Condition,
             Language::Fortran | Language::Python => Place::Body,
         }
     }
@@ -449,9 +464,11 @@ impl<'tree> Analysis<'_, 'tree> {
                         ))
                     }
                 }
-                // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
-                Language::Python => other(format!("inside the inner {kind} at line {line}")),
+                Language::Python => self.python_construct_reason(ancestor, child, Some(kind)),
             };
+        }
+        if self.language == Language::Python {
+            return self.python_construct_reason(ancestor, child, None);
         }
         let branch =
             |what: &str| other(format!("assigned only in a branch ({what} at line {line})"));

@@ -44,21 +44,6 @@ pub(super) fn loop_variables_in_tree(
 ) -> Option<LoopVariables> {
     let root = tree.root_node();
     let (the_loop, kind) = find_loop(root, loop_line, language)?;
-    if language == Language::Python {
-        // The interpreter's locals would be read the way py-spy reads them, but which of a
-        // Python loop's variables counts its iterations is not analysed yet: say so.
-        return Some(LoopVariables {
-            file: file.to_owned(),
-            loop_line,
-            kind,
-            candidates: Vec::new(),
-            rejected: vec![Rejected {
-                variable: String::new(),
-                line: loop_line,
-                why: "loop-order variables are not analysed in Python yet".to_string(),
-            }],
-        });
-    }
     let analysis = Analysis {
         language,
         source: text.as_bytes(),

@@ -2,7 +2,7 @@
 //! `break`, `return` or `exit` that ends the loop, a `goto` that tangles it.
 
 use super::analysis::Analysis;
-use crate::source::constructs::{is_macro_block, loop_kind};
+use crate::source::constructs::{is_macro_block, is_python_scope, loop_kind};
 use crate::source::language::Language;
 use crate::source::syntax::{children, first_line};
 use tree_sitter::Node;
@@ -41,8 +41,9 @@ impl<'tree> Analysis<'_, 'tree> {
         while let Some(node) = pending.pop() {
             // Jumps in a lambda or a nested function leave that, not the loop.
             if !self.is_the_loop(node)
-                && matches!(node.kind(), "lambda_expression" | "function_definition")
-                && !is_macro_block(node)
+                && ((matches!(node.kind(), "lambda_expression" | "function_definition")
+                    && !is_macro_block(node))
+                    || (self.language == Language::Python && is_python_scope(node)))
             {
                 continue;
             }
@@ -118,14 +119,13 @@ impl<'tree> Analysis<'_, 'tree> {
                 "stop_statement" | "error_stop_statement" => Some(jump("stop", JumpEffect::Leaves)),
                 _ => None,
             },
-            // Not reached: Python's loops are not analysed (`loop_variables_in_tree`).
-            Language::Python => None,
+            Language::Python => self.python_jump_at(node),
         }
     }
 
     /// Whether a C `continue` (or `break`, with `switch_too`) belongs to a construct inside
     /// the analysed loop rather than to the loop itself.
-    fn inner_target(&self, jump: Node, switch_too: bool) -> bool {
+    pub(super) fn inner_target(&self, jump: Node, switch_too: bool) -> bool {
         let mut current = jump.parent();
         while let Some(ancestor) = current {
             if self.is_the_loop(ancestor) {

@@ -107,6 +107,7 @@ mod direction;
 mod find;
 mod fortran_declarations;
 mod jumps;
+mod python_loops;
 mod step;
 mod verdict;
 

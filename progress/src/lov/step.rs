@@ -2,6 +2,7 @@
 //! (a loop-invariant variable or a named constant), or neither.
 
 use super::analysis::Analysis;
+use crate::source::language::Language;
 use tree_sitter::Node;
 
 /// The step of a monotonic definition, before the loop-wide facts resolve it.
@@ -29,12 +30,13 @@ impl<'tree> Analysis<'_, 'tree> {
     pub(super) fn step_expression(&self, node: Node) -> StepExpression {
         let node = self.unparenthesize(node);
         match node.kind() {
-            "number_literal" => self.literal(node),
+            "number_literal" | "integer" => self.literal(node),
+            "float" => StepExpression::NotInteger(self.written(node)),
             "identifier" => StepExpression::Name {
                 name: self.normalize(self.text(node)),
                 negated: false,
             },
-            "unary_expression" => {
+            "unary_expression" | "unary_operator" => {
                 let operator = node
                     .child_by_field_name("operator")
                     .map_or("", |operator| operator.kind());
@@ -65,10 +67,10 @@ impl<'tree> Analysis<'_, 'tree> {
 
     fn literal(&self, node: Node) -> StepExpression {
         let text = self.text(node);
-        let parsed = if self.is_fortran() {
-            fortran_integer(text)
-        } else {
-            c_integer(text)
+        let parsed = match self.language {
+            Language::Fortran => fortran_integer(text),
+            Language::Python => python_integer(text),
+            Language::C | Language::Cpp => c_integer(text),
         };
         match parsed {
             Some(value) => StepExpression::Literal(value),
@@ -115,4 +117,24 @@ pub(super) fn fortran_integer(text: &str) -> Option<i128> {
         return None;
     }
     digits.parse().ok()
+}
+
+/// The value of a Python integer literal (`42`, `1_000`, `0x10`, `0o17`, `0b101`), or
+/// None for anything else (a float, an imaginary number).
+pub(super) fn python_integer(text: &str) -> Option<i128> {
+    let text: String = text.chars().filter(|c| *c != '_').collect();
+    let lower = text.to_ascii_lowercase();
+    let (radix, body) = if let Some(hex) = lower.strip_prefix("0x") {
+        (16, hex)
+    } else if let Some(octal) = lower.strip_prefix("0o") {
+        (8, octal)
+    } else if let Some(binary) = lower.strip_prefix("0b") {
+        (2, binary)
+    } else {
+        (10, lower.as_str())
+    };
+    if body.is_empty() || !body.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    i128::from_str_radix(body, radix).ok()
 }

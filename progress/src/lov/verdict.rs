@@ -7,6 +7,7 @@ use super::declarations::TypeClass;
 use super::definitions::{Definition, Form, NotEveryIteration, Place};
 use super::jumps::{Jump, JumpEffect};
 use super::step::StepExpression;
+use crate::source::language::Language;
 
 /// The verdict on one variable; candidates carry their rank (lower first).
 pub(super) enum Verdict {
@@ -42,10 +43,13 @@ impl<'tree> Analysis<'_, 'tree> {
             .iter()
             .any(|definition| definition.place == Place::RangeElement)
         {
-            return reject(
-                self.loop_line,
-                "the range-for's element: a range-for has no induction variable".to_owned(),
-            );
+            let why = if self.language == Language::Python {
+                "an element of what the for iterates: it counts no iterations \
+                 (for i in range(n) or enumerate(...) does)"
+            } else {
+                "the range-for's element: a range-for has no induction variable"
+            };
+            return reject(self.loop_line, why.to_owned());
         }
         if let Some((definition, why)) =
             group
@@ -123,6 +127,9 @@ impl<'tree> Analysis<'_, 'tree> {
         // A candidate: one definition, every iteration, a constant step.
         match declared.as_ref().map(|declared| &declared.class) {
             Some(TypeClass::Assumed(note)) => notes.push(note.clone()),
+            None if self.language == Language::Python => {
+                notes.push(super::python_loops::TYPE_NOTE.to_owned());
+            }
             None => notes.push("declaration not seen".to_owned()),
             Some(_) => {}
         }

@@ -95,3 +95,18 @@ fn fortran_do_kind(do_loop: Node) -> &'static str {
     }
     "do"
 }
+
+/// Python constructs with a scope of their own: a variable assigned inside is not the
+/// enclosing function's.
+pub(crate) fn is_python_scope(node: Node) -> bool {
+    matches!(
+        node.kind(),
+        "function_definition"
+            | "class_definition"
+            | "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression"
+    )
+}

@@ -11,6 +11,7 @@ mod c;
 mod cpp;
 mod fortran;
 mod index;
+mod python;
 mod robustness;
 
 /// The loop variables of the loop on the line holding `loop_marker`.

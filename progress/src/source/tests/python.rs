@@ -117,7 +117,7 @@ fn python_module_code_is_the_module_function() {
 }
 
 #[test]
-fn python_loops_have_no_loop_order_variables_yet() {
+fn python_loops_get_loop_order_variables_through_the_index() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("solver.py");
     std::fs::write(&file, SOLVER).expect("write");
@@ -126,9 +126,10 @@ fn python_loops_have_no_loop_order_variables_yet() {
         .loop_variables(file.to_str().expect("utf-8"), 5)
         .expect("a loop at line 5");
     assert_eq!(found.kind, "for");
-    assert!(found.candidates.is_empty());
-    assert!(
-        found.rejected[0].why.contains("not analysed in Python"),
+    let best = found.best().expect("a candidate");
+    assert_eq!(
+        (best.variable.as_str(), best.direction, best.step),
+        ("it", crate::lov::Direction::Increasing, Some(1)),
         "{found:?}"
     );
 }
