@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use python::{Python, interpreters, py_spy_dump};
+use python::{Python, interpreters, py_spy_dump, py_spy_frames, py_spy_locals};
 use serde_json::Value;
 use strata_daemon::python::layout::Layout;
 use support::{parts, repo_root, strata};
@@ -105,30 +105,6 @@ fn strata_python_frames(dump: &str) -> BTreeMap<i64, Vec<(String, String, Option
         }
     }
     out
-}
-
-/// The same from `py-spy dump --json`.
-fn py_spy_frames(pid: i32) -> BTreeMap<i64, Vec<(String, String, Option<u32>)>> {
-    py_spy_dump(pid)
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let frames = t["frames"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|f| {
-                    (
-                        f["name"].as_str().unwrap().to_string(),
-                        f["filename"].as_str().unwrap().to_string(),
-                        f["line"].as_u64().filter(|&l| l > 0).map(|l| l as u32),
-                    )
-                })
-                .collect();
-            (t["os_thread_id"].as_i64().unwrap(), frames)
-        })
-        .collect()
 }
 
 #[test]
@@ -288,6 +264,22 @@ fn progress_line(name: &str) -> u32 {
     i as u32 + 1
 }
 
+/// `strata attach --progress` on these processes as ranks 0, 1, ...: its text.
+fn attach_progress(targets: &[Target]) -> String {
+    let pids: Vec<String> = targets.iter().map(|t| t.pid().to_string()).collect();
+    let (code, text, err) = parts(&strata(&[
+        "attach",
+        "--pids",
+        &pids.join(","),
+        "-n",
+        "1",
+        "--no-files",
+        "--progress",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    text
+}
+
 #[test]
 fn progress_orders_python_ranks_by_code_order() {
     let py = &interpreters()[0];
@@ -302,17 +294,7 @@ fn progress_orders_python_ranks_by_code_order() {
             t
         })
         .collect();
-    let pids: Vec<String> = targets.iter().map(|t| t.pid().to_string()).collect();
-    let (code, text, err) = parts(&strata(&[
-        "attach",
-        "--pids",
-        &pids.join(","),
-        "-n",
-        "1",
-        "--no-files",
-        "--progress",
-    ]));
-    assert_eq!(code, 0, "{err}");
+    let text = attach_progress(&targets);
     // The source was parsed (no line-number fallback), and the ranks are in code order.
     assert!(!text.contains("by line number only"), "{text}");
     let order: Vec<&str> = text
@@ -417,4 +399,201 @@ fn the_gil_holder_is_the_one_py_spy_names_on_every_cpython() {
         checked.push(py.label());
     }
     eprintln!("GIL holder compared with py-spy on: {}", checked.join(", "));
+}
+
+fn loops_script() -> String {
+    repo_root()
+        .join("tests/python/loops.py")
+        .display()
+        .to_string()
+}
+
+fn loops_line(name: &str) -> u32 {
+    let text = std::fs::read_to_string(loops_script()).unwrap();
+    let tag = format!("# @{name}");
+    let i = text
+        .lines()
+        .position(|l| l.trim_end().ends_with(&tag))
+        .unwrap_or_else(|| panic!("no {tag} in loops.py"));
+    i as u32 + 1
+}
+
+/// `loops.py ARGS...` under `python`, once it waits.
+fn start_loops(python: &Python, args: &[&str]) -> Target {
+    let script = loops_script();
+    let mut all = vec![script.as_str()];
+    all.extend_from_slice(args);
+    let t = Target::start_ready(&python.exe, &all, 1);
+    t.wait_all_sleeping(1);
+    t
+}
+
+/// The `--var` values of `name` in strata's text: (value or reason, `N:[RANKS]`), one per
+/// distinct value (lines read `VALUE  N:[RANKS]  FUNCTION @ FILE:LINE`).
+fn var_values(out: &str, name: &str) -> Vec<(String, String)> {
+    var_block(out, name)
+        .iter()
+        .map(|l| {
+            let mut parts = l.split("  ").map(str::trim);
+            let value = parts.next().unwrap_or("").to_string();
+            let ranks = parts.next().unwrap_or("").to_string();
+            (value, ranks)
+        })
+        .collect()
+}
+
+/// The lines of `name`'s values in strata's `Variables` text.
+fn var_block(out: &str, name: &str) -> Vec<String> {
+    let vars = &out[out.find("Variables").unwrap_or_else(|| panic!("{out}"))..];
+    let start = vars
+        .find(&format!("  {name}\n"))
+        .unwrap_or_else(|| panic!("no {name} in {vars}"));
+    vars[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// `--var` on Python ranks, on every CPython: each local py-spy shows an int, bool, float,
+/// str or None for has the same value in strata; the ones py-spy does not show (a
+/// closure's cells, a 70-bit int, a module's global) have the values the script's
+/// arguments give them; a list, a missing name and an unknown function are refused with
+/// why.
+#[test]
+fn var_reads_python_variables_as_py_spy_does_on_every_cpython() {
+    let mut checked = Vec::new();
+    for py in interpreters() {
+        let ranks = [
+            start_loops(&py, &["function", "3", "a"]),
+            start_loops(&py, &["function", "5", "b"]),
+        ];
+        let theirs = py_spy_locals(ranks[0].pid(), "solve");
+        let pids = format!("{},{}", ranks[0].pid(), ranks[1].pid());
+        let mut args = vec!["attach", "--pids", &pids, "-n", "1", "--no-files"];
+        let names = [
+            "it", "stop_at", "label", "name", "flag", "nothing", "total", "big", "items", "nosuch",
+        ];
+        let asked: Vec<String> = names.iter().map(|n| format!("solve:{n}")).collect();
+        for a in &asked {
+            args.extend(["--var", a.as_str()]);
+        }
+        args.extend(["--var", "<module>:stop_at", "--var", "nowhere:x"]);
+        let (code, out, err) = parts(&strata(&args));
+        assert_eq!(code, 0, "{}: {err}", py.label());
+        let value_of_rank_0 = |name: &str| -> String {
+            let values = var_values(&out, &format!("solve:{name}"));
+            values
+                .iter()
+                .find(|(_, ranks)| ranks == "1:[0]" || ranks == "2:[0-1]")
+                .unwrap_or_else(|| panic!("{}: {name}: {values:?}", py.label()))
+                .0
+                .clone()
+        };
+        // What py-spy shows of the simple values: the same (its strs are double-quoted).
+        let mut compared = 0;
+        for (name, repr) in &theirs {
+            if repr.starts_with('<') || repr.contains("bigint") {
+                continue;
+            }
+            let repr = match repr.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+                Some(inner) => format!("'{inner}'"),
+                None => repr.clone(),
+            };
+            assert_eq!(value_of_rank_0(name), repr, "{}: {name}\n{out}", py.label());
+            compared += 1;
+        }
+        assert!(
+            compared >= 6,
+            "{}: py-spy showed too little: {theirs:?}",
+            py.label()
+        );
+        // Both ranks, with values that follow from their arguments.
+        for (name, zero, one) in [
+            ("it", "3", "5"),
+            ("total", "1.25", "1.75"),
+            ("name", "'phase-a'", "'phase-b'"),
+            ("big", "-1180591620717411303427", "-1180591620717411303429"),
+        ] {
+            let values = var_values(&out, &format!("solve:{name}"));
+            assert!(
+                values.contains(&(zero.to_string(), "1:[0]".to_string()))
+                    && values.contains(&(one.to_string(), "1:[1]".to_string())),
+                "{}: {name}: {values:?}",
+                py.label()
+            );
+        }
+        let flag = var_values(&out, "solve:flag");
+        assert_eq!(
+            flag,
+            [("True".to_string(), "2:[0-1]".to_string())],
+            "{flag:?}"
+        );
+        let global = var_values(&out, "<module>:stop_at");
+        assert!(
+            global.contains(&("3".to_string(), "1:[0]".to_string())),
+            "{global:?}"
+        );
+        let list = var_block(&out, "solve:items");
+        assert!(list.iter().all(|l| l.contains("a list object")), "{list:?}");
+        let missing = var_block(&out, "solve:nosuch");
+        assert!(
+            missing
+                .iter()
+                .all(|l| l.contains("solve has no local or global named nosuch")),
+            "{missing:?}"
+        );
+        let nowhere = var_block(&out, "nowhere:x");
+        assert!(
+            nowhere
+                .iter()
+                .all(|l| l.contains("no frame of nowhere") && l.contains("Python: ")),
+            "{nowhere:?}"
+        );
+        for t in &ranks {
+            assert_free(t.pid());
+        }
+        checked.push(py.label());
+    }
+    eprintln!("Python variables read on: {}", checked.join(", "));
+}
+
+/// Python ranks stopped in one loop at different iterations are ordered by the loop's
+/// counter, read as a loop-order variable: `for it in range(10)` in a function, and a
+/// `count += 1` while loop at a script's top level (a global).
+#[test]
+fn progress_orders_python_ranks_in_one_loop_by_its_counter() {
+    let py = &interpreters()[0];
+    for (args, variable, kind, marker) in [
+        (
+            ["function", "function", "function"],
+            "it",
+            "for",
+            "function",
+        ),
+        (["module", "module", "module"], "count", "while", "module"),
+    ] {
+        // Ranks 0 and 2 at iteration 2, rank 1 at iteration 5.
+        let targets: Vec<Target> = args
+            .iter()
+            .zip(["2", "5", "2"])
+            .map(|(w, n)| start_loops(py, &[w, n, "x"]))
+            .collect();
+        let text = attach_progress(&targets);
+        assert!(
+            text.contains("Least progressed: T1 (2 ranks [0,2])"),
+            "{text}"
+        );
+        let header = loops_line(marker) - 2;
+        assert!(
+            text.contains(&format!(
+                "an earlier iteration: {variable} = 2 and 5 in the {kind} loop at loops.py:{header}, and {variable} counts up"
+            )),
+            "{text}"
+        );
+        for t in &targets {
+            assert_free(t.pid());
+        }
+    }
 }

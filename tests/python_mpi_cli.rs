@@ -25,7 +25,7 @@ mod support;
 mod target;
 
 use mpi::MpiJob;
-use python::{mpi4py_python, py_spy_dump};
+use python::{PyFrame, mpi4py_python, py_spy_frames};
 use serde_json::Value;
 use stacks::Stack;
 use std::collections::BTreeMap;
@@ -66,9 +66,6 @@ fn rank_list(text: &str) -> Vec<u32> {
     ranks
 }
 
-/// A Python frame: function, file, line.
-type PyFrame = (String, String, u64);
-
 /// Each rank's Python frames in the 2D tree (its last sample), innermost first.
 fn python_frames_by_rank(result: &Value) -> BTreeMap<u32, Vec<PyFrame>> {
     let nodes = result["trees"]["2d"]["nodes"].as_array().expect("2d nodes");
@@ -92,7 +89,7 @@ fn python_frames_by_rank(result: &Value) -> BTreeMap<u32, Vec<PyFrame>> {
                 frames.push((
                     f["function"].as_str().unwrap().to_string(),
                     f["file"].as_str().unwrap().to_string(),
-                    f["line"].as_u64().unwrap(),
+                    f["line"].as_u64().map(|l| l as u32),
                 ));
             }
             at = parent(i);
@@ -100,29 +97,6 @@ fn python_frames_by_rank(result: &Value) -> BTreeMap<u32, Vec<PyFrame>> {
         out.insert(rank, frames);
     }
     out
-}
-
-/// py-spy's frames of `pid`'s main thread, innermost first.
-fn py_spy_main_thread(pid: i32) -> Vec<PyFrame> {
-    let threads = py_spy_dump(pid);
-    let main = threads
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["os_thread_id"].as_i64() == Some(pid as i64))
-        .unwrap_or_else(|| panic!("py-spy saw no main thread of {pid}: {threads}"));
-    main["frames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["name"].as_str().unwrap().to_string(),
-                f["filename"].as_str().unwrap().to_string(),
-                f["line"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// The job on `stack`'s launcher, its `libmpi` first on the library path (mpi4py loads
@@ -249,7 +223,9 @@ fn hung_mpi4py_job(stack: Stack) {
     // Every rank's Python frames are py-spy's, and every rank is left free.
     let ours = python_frames_by_rank(&result);
     for (rank, &pid) in job.ranks.iter().enumerate() {
-        let theirs = py_spy_main_thread(pid);
+        let theirs = py_spy_frames(pid)
+            .remove(&i64::from(pid))
+            .unwrap_or_else(|| panic!("{stack:?}: py-spy saw no main thread of rank {rank}"));
         assert!(
             !theirs.is_empty(),
             "{stack:?}: py-spy saw no frames of rank {rank}"

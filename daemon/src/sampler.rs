@@ -648,6 +648,17 @@ impl Sampler {
         stacks
     }
 
+    /// The Python threads of `pid` now (`None`: not a Python process), read through `mem`:
+    /// a variable read asks while the rank is stopped.
+    pub fn read_python(
+        &mut self,
+        pid: Pid,
+        space: &Arc<AddressSpace>,
+        mem: &dyn crate::memory::MemoryReader,
+    ) -> Option<crate::python::frames::PythonRead> {
+        self.python.read(pid, space, mem)
+    }
+
     /// The task's address space, loaded again only when its mappings changed.
     fn space_for(&mut self, capture: &TaskCapture, live: &ProcessMemory) -> Arc<AddressSpace> {
         self.address_space(capture.pid, &capture.maps, live)

@@ -14,11 +14,15 @@
 #include "internal/pycore_frame.h"
 #else
 #include <frameobject.h>
+#include <longintrepr.h>
 #endif
 #include "internal/pycore_interp.h"
 #include "internal/pycore_runtime.h"
 #if PY_VERSION_HEX >= 0x030C0000
 #include "internal/pycore_gil.h"
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+#include "internal/pycore_dict.h"
 #endif
 
 #define P(name, value) printf("%s %lu\n", name, (unsigned long)(value))
@@ -65,6 +69,7 @@ int main(void) {
     P("frame.previous", offsetof(_PyInterpreterFrame, previous));
     P("frame.owner", offsetof(_PyInterpreterFrame, owner));
     P("frame.localsplus", offsetof(_PyInterpreterFrame, localsplus));
+    P("frame.globals", offsetof(_PyInterpreterFrame, f_globals));
 #if PY_VERSION_HEX >= 0x030C0000
     P("owner.cstack", FRAME_OWNED_BY_CSTACK);
 #else
@@ -77,6 +82,7 @@ int main(void) {
     P("frame.code", offsetof(PyFrameObject, f_code));
     P("frame.lasti", offsetof(PyFrameObject, f_lasti));
     P("frame.localsplus", offsetof(PyFrameObject, f_localsplus));
+    P("frame.globals", offsetof(PyFrameObject, f_globals));
     P("code.code", offsetof(PyCodeObject, co_code));
 #endif
     P("code.filename", offsetof(PyCodeObject, co_filename));
@@ -91,6 +97,8 @@ int main(void) {
     P("code.localsplusnames", offsetof(PyCodeObject, co_localsplusnames));
 #else
     P("code.varnames", offsetof(PyCodeObject, co_varnames));
+    P("code.cellvars", offsetof(PyCodeObject, co_cellvars));
+    P("code.freevars", offsetof(PyCodeObject, co_freevars));
 #endif
     P("bytes.size", offsetof(PyVarObject, ob_size));
     P("bytes.data", offsetof(PyBytesObject, ob_sval));
@@ -98,5 +106,33 @@ int main(void) {
     P("unicode.state", offsetof(PyASCIIObject, state));
     P("unicode.ascii_data", sizeof(PyASCIIObject));
     P("unicode.compact_data", sizeof(PyCompactUnicodeObject));
+    /* What a variable read decodes. */
+    P("tuple.items", offsetof(PyTupleObject, ob_item));
+#if PY_VERSION_HEX >= 0x030C0000
+    P("long.tag", offsetof(PyLongObject, long_value.lv_tag));
+    P("long.digits", offsetof(PyLongObject, long_value.ob_digit));
+#else
+    P("long.size", offsetof(PyVarObject, ob_size));
+    P("long.digits", offsetof(PyLongObject, ob_digit));
+#endif
+    P("float.value", offsetof(PyFloatObject, ob_fval));
+    P("cell.ref", offsetof(PyCellObject, ob_ref));
+    P("type.name", offsetof(PyTypeObject, tp_name));
+    P("type.flags", offsetof(PyTypeObject, tp_flags));
+    P("dict.keys", offsetof(PyDictObject, ma_keys));
+    P("dict.values", offsetof(PyDictObject, ma_values));
+#if PY_VERSION_HEX >= 0x030B0000
+    P("keys.log2_size", offsetof(PyDictKeysObject, dk_log2_size));
+    P("keys.log2_index_bytes", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+    P("keys.kind", offsetof(PyDictKeysObject, dk_kind));
+    P("keys.nentries", offsetof(PyDictKeysObject, dk_nentries));
+    P("keys.indices", offsetof(PyDictKeysObject, dk_indices));
+    P("keys.entry_size", sizeof(PyDictKeyEntry));
+    P("keys.unicode_entry_size", sizeof(PyDictUnicodeEntry));
+#endif
+    if (PyLong_SHIFT != 30) {
+        fprintf(stderr, "this CPython has %d-bit int digits: strata reads 30-bit ones\n", PyLong_SHIFT);
+        return 1;
+    }
     return 0;
 }

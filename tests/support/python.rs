@@ -104,6 +104,75 @@ pub fn py_spy_dump(pid: i32) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("py-spy's JSON")
 }
 
+/// A Python frame as the tests compare them: function, file, line (None: no line).
+pub type PyFrame = (String, String, Option<u32>);
+
+/// Each thread's Python frames as py-spy sees them, innermost first: os thread id ->
+/// frames.
+pub fn py_spy_frames(pid: i32) -> std::collections::BTreeMap<i64, Vec<PyFrame>> {
+    py_spy_dump(pid)
+        .as_array()
+        .expect("py-spy's threads")
+        .iter()
+        .map(|t| {
+            let frames = t["frames"]
+                .as_array()
+                .expect("py-spy's frames")
+                .iter()
+                .map(|f| {
+                    (
+                        f["name"].as_str().unwrap().to_string(),
+                        f["filename"].as_str().unwrap().to_string(),
+                        f["line"].as_u64().filter(|&l| l > 0).map(|l| l as u32),
+                    )
+                })
+                .collect();
+            (t["os_thread_id"].as_i64().unwrap(), frames)
+        })
+        .collect()
+}
+
+/// `py-spy dump --locals`: the locals py-spy shows in the innermost frame of `function` on
+/// `pid`'s main thread, as (name, py-spy's repr).
+pub fn py_spy_locals(pid: i32, function: &str) -> Vec<(String, String)> {
+    let out = Command::new(py_spy())
+        .args(["dump", "--json", "--locals", "--pid", &pid.to_string()])
+        .output()
+        .expect("py-spy");
+    assert!(
+        out.status.success(),
+        "py-spy --locals on {pid}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let threads: serde_json::Value = serde_json::from_slice(&out.stdout).expect("py-spy's JSON");
+    let main = threads
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["os_thread_id"].as_i64() == Some(i64::from(pid)))
+        .unwrap_or_else(|| panic!("py-spy saw no main thread of {pid}: {threads}"));
+    let frame = main["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == function)
+        .unwrap_or_else(|| panic!("py-spy saw no frame of {function} in {pid}: {main}"));
+    frame["locals"]
+        .as_array()
+        .map(|locals| {
+            locals
+                .iter()
+                .map(|l| {
+                    (
+                        l["name"].as_str().unwrap().to_string(),
+                        l["repr"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The Python of the tools' virtual environment, which has mpi4py.
 pub fn mpi4py_python() -> PathBuf {
     tools().join("bin/python")

@@ -87,6 +87,8 @@ mod tests {
                 file: "x.py".into(),
                 line: Some(i as u32 + 1),
                 entry,
+                address: 0,
+                code: 0,
             })
             .collect()
     }

@@ -18,6 +18,7 @@ pub struct Layout {
     pub frame: FrameLayout,
     pub code: CodeLayout,
     pub strings: StringLayout,
+    pub objects: ObjectLayout,
 }
 
 /// `_PyRuntimeState` (the `_PyRuntime` symbol).
@@ -82,6 +83,8 @@ pub struct FrameLayout {
     pub entry: Entry,
     /// `f_localsplus` / `localsplus`: the fast locals.
     pub localsplus: u64,
+    /// `f_globals`: the module's namespace, a dict.
+    pub globals: u64,
 }
 
 /// How a frame says which instruction it is at.
@@ -123,6 +126,9 @@ pub struct CodeLayout {
     pub instructions: Instructions,
     /// `co_varnames` (3.9, 3.10) or `co_localsplusnames` (3.11+): the locals' names.
     pub local_names: u64,
+    /// 3.9, 3.10: `co_cellvars` and `co_freevars`, whose slots follow the locals' (3.11+
+    /// names them all in `local_names`).
+    pub cell_names: Option<(u64, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +149,88 @@ pub struct StringLayout {
     /// Where a compact non-ASCII string's start (`sizeof(PyCompactUnicodeObject)`).
     pub compact_data: u64,
 }
+
+/// The objects a variable read decodes (`--var`): a code object's tuple of local names,
+/// and the values strata shows (`int`, `bool`, `float`, `str`, `None`, a closure's cell), and
+/// a module's namespace (a dict).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectLayout {
+    /// `PyTupleObject.ob_item`.
+    pub tuple_items: u64,
+    /// The int's size word: `ob_size` (the digit count, negative for a negative int) up
+    /// to 3.11, `long_value.lv_tag` from 3.12 (sign in the low 2 bits, the digit count
+    /// above the low 3).
+    pub long_size: u64,
+    pub long_tagged: bool,
+    /// `ob_digit`: 30-bit digits, least significant first (the default build on 64-bit
+    /// Linux).
+    pub long_digits: u64,
+    /// `PyFloatObject.ob_fval`.
+    pub float_value: u64,
+    /// `PyCellObject.ob_ref`.
+    pub cell_ref: u64,
+    /// `PyTypeObject.tp_name` and `tp_flags`.
+    pub type_name: u64,
+    pub type_flags: u64,
+    /// `PyDictObject.ma_keys` and `ma_values` (split tables: instances' dicts).
+    pub dict_keys: u64,
+    pub dict_values: u64,
+    pub keys: DictKeys,
+}
+
+/// A dict's key table (`PyDictKeysObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DictKeys {
+    /// 3.9, 3.10: `dk_size` slots, `dk_nentries` entries of (hash, key, value) after the
+    /// index table, whose width follows the size. This struct is in `Objects/dict-common.h`,
+    /// which CPython does not install: the end-to-end test that reads a module's variable
+    /// checks it.
+    Sized {
+        size: u64,
+        nentries: u64,
+        indices: u64,
+    },
+    /// 3.11+: sizes as powers of two, and a kind: general entries (hash, key, value) or
+    /// str-keyed ones (key, value).
+    Log2 {
+        log2_size: u64,
+        log2_index_bytes: u64,
+        kind: u64,
+        nentries: u64,
+        indices: u64,
+        entry_size: u64,
+        unicode_entry_size: u64,
+    },
+}
+
+/// The objects of 3.9-3.11 (3.12 tags its ints, 3.11 changes the key tables).
+const OBJECTS: ObjectLayout = ObjectLayout {
+    tuple_items: 24,
+    long_size: 16,
+    long_tagged: false,
+    long_digits: 24,
+    float_value: 16,
+    cell_ref: 16,
+    type_name: 24,
+    type_flags: 168,
+    dict_keys: 32,
+    dict_values: 40,
+    keys: DictKeys::Sized {
+        size: 8,
+        nentries: 32,
+        indices: 40,
+    },
+};
+
+const LOG2_KEYS: DictKeys = DictKeys::Log2 {
+    log2_size: 8,
+    log2_index_bytes: 9,
+    kind: 10,
+    nentries: 24,
+    indices: 32,
+    entry_size: 24,
+    unicode_entry_size: 16,
+};
 
 /// The bytes object of 3.9-3.13 (unchanged).
 const BYTES: (u64, u64) = (16, 32);
@@ -188,6 +276,7 @@ const PY39: Layout = Layout {
         },
         entry: Entry::EveryFrame,
         localsplus: 360,
+        globals: 48,
     },
     code: CodeLayout {
         filename: 104,
@@ -197,8 +286,10 @@ const PY39: Layout = Layout {
         linetable: 120,
         instructions: Instructions::Bytes(48),
         local_names: 72,
+        cell_names: Some((88, 80)),
     },
     strings: strings(48, 72),
+    objects: OBJECTS,
 };
 
 const PY310: Layout = Layout {
@@ -244,6 +335,7 @@ const PY311: Layout = Layout {
         position: Position::Pointer(56),
         entry: Entry::IsEntry(68),
         localsplus: 72,
+        globals: 8,
     },
     code: CodeLayout {
         filename: 112,
@@ -253,8 +345,13 @@ const PY311: Layout = Layout {
         linetable: 136,
         instructions: Instructions::Inline(184),
         local_names: 96,
+        cell_names: None,
     },
     strings: strings(48, 72),
+    objects: ObjectLayout {
+        keys: LOG2_KEYS,
+        ..OBJECTS
+    },
 };
 
 const PY312: Layout = Layout {
@@ -293,6 +390,7 @@ const PY312: Layout = Layout {
             cstack: 3,
         },
         localsplus: 72,
+        globals: 24,
     },
     code: CodeLayout {
         filename: 112,
@@ -302,8 +400,14 @@ const PY312: Layout = Layout {
         linetable: 136,
         instructions: Instructions::Inline(192),
         local_names: 96,
+        cell_names: None,
     },
     strings: strings(40, 56),
+    objects: ObjectLayout {
+        long_tagged: true,
+        keys: LOG2_KEYS,
+        ..OBJECTS
+    },
 };
 
 const PY313: Layout = Layout {
@@ -330,21 +434,13 @@ const PY313: Layout = Layout {
         native_thread_id: Some(160),
         current_frame: CurrentFrame::Direct(72),
     },
-    frame: FrameLayout {
-        code: 0,
-        previous: 8,
-        position: Position::Pointer(56),
-        entry: Entry::CStackShim {
-            owner: 70,
-            cstack: 3,
-        },
-        localsplus: 72,
-    },
+    frame: PY312.frame,
     code: CodeLayout {
         instructions: Instructions::Inline(200),
         ..PY312.code
     },
     strings: strings(40, 56),
+    objects: PY312.objects,
 };
 
 /// The layouts strata has, oldest first.
@@ -414,6 +510,7 @@ impl Layout {
             }
         }
         v.push(("frame.localsplus", f.localsplus));
+        v.push(("frame.globals", f.globals));
         let c = &self.code;
         match c.instructions {
             Instructions::Bytes(at) => v.push(("code.code", at)),
@@ -434,6 +531,10 @@ impl Layout {
             },
             c.local_names,
         ));
+        if let Some((cells, frees)) = c.cell_names {
+            v.push(("code.cellvars", cells));
+            v.push(("code.freevars", frees));
+        }
         let s = &self.strings;
         v.push(("bytes.size", s.bytes_size));
         v.push(("bytes.data", s.bytes_data));
@@ -441,6 +542,43 @@ impl Layout {
         v.push(("unicode.state", s.unicode_state));
         v.push(("unicode.ascii_data", s.ascii_data));
         v.push(("unicode.compact_data", s.compact_data));
+        let o = &self.objects;
+        v.push(("tuple.items", o.tuple_items));
+        v.push((
+            if o.long_tagged {
+                "long.tag"
+            } else {
+                "long.size"
+            },
+            o.long_size,
+        ));
+        v.push(("long.digits", o.long_digits));
+        v.push(("float.value", o.float_value));
+        v.push(("cell.ref", o.cell_ref));
+        v.push(("type.name", o.type_name));
+        v.push(("type.flags", o.type_flags));
+        v.push(("dict.keys", o.dict_keys));
+        v.push(("dict.values", o.dict_values));
+        // 3.9's and 3.10's key tables are not in the installed headers (see
+        // [`DictKeys::Sized`]).
+        if let DictKeys::Log2 {
+            log2_size,
+            log2_index_bytes,
+            kind,
+            nentries,
+            indices,
+            entry_size,
+            unicode_entry_size,
+        } = o.keys
+        {
+            v.push(("keys.log2_size", log2_size));
+            v.push(("keys.log2_index_bytes", log2_index_bytes));
+            v.push(("keys.kind", kind));
+            v.push(("keys.nentries", nentries));
+            v.push(("keys.indices", indices));
+            v.push(("keys.entry_size", entry_size));
+            v.push(("keys.unicode_entry_size", unicode_entry_size));
+        }
         v
     }
 }

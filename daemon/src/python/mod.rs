@@ -10,6 +10,8 @@
 //! - [`linetable`]: instruction offset to line, in the three table formats.
 //! - [`cython`]: Cython's C names back to Python names (`Comm.Barrier` of mpi4py).
 //! - [`interleave`]: where each Python frame goes among the native frames.
+//! - [`values`] and [`locals`]: a frame's variables (`--var`), decoded when they are ints,
+//!   bools, floats, strs or None.
 //!
 //! A Python thread's frames are read right after its native stack was copied, while its
 //! process runs again: for a rank that waits (the ranks a hang is about) they are the
@@ -22,9 +24,11 @@ pub mod frames;
 pub mod interleave;
 pub mod layout;
 pub mod linetable;
+pub mod locals;
 pub mod objects;
 pub mod runtime;
 pub mod threads;
+pub mod values;
 
 use crate::procfs::Pid;
 pub use runtime::{Discovery, Interpreter};

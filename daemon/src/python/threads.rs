@@ -32,6 +32,9 @@ pub struct PyFrame {
     /// The outermost frame one evaluator call runs: frames after it in the list (further
     /// out) belong to the next `_PyEval_EvalFrameDefault` C frame outwards.
     pub entry: bool,
+    /// The frame's address (its locals are read from there) and its code object's.
+    pub address: u64,
+    pub code: u64,
 }
 
 /// One Python thread state.
@@ -259,7 +262,8 @@ fn frames(
                 false
             }
         };
-        let code = match codes.code(pid, mem, interp, word(f.code)) {
+        let code_at = word(f.code);
+        let code = match codes.code(pid, mem, interp, code_at) {
             Ok(c) => c,
             // 3.13's frames may run something else than a code object: not a Python
             // function's frame.
@@ -291,6 +295,8 @@ fn frames(
             file: code.filename.clone(),
             line: code.line(l.minor, addr),
             entry,
+            address: at,
+            code: code_at,
         });
         at = previous;
     }

@@ -52,7 +52,9 @@
 //! read with `dies`), `location` and `types` (what DWARF says of its location and type),
 //! `plan` (all of that at one address) and `cache` (plans shared by the ranks), `eval`
 //! (a plan evaluated in one frame, the bytes decoded), `unreadable` (why a value is
-//! missing). This module is the entry point: it stops the ranks and answers the requests.
+//! missing), `python` (a request no native frame answers, looked for among a Python rank's
+//! Python frames and read from the interpreter's objects). This module is the entry point:
+//! it stops the ranks and answers the requests.
 
 mod cache;
 mod call_site;
@@ -63,6 +65,7 @@ mod location;
 mod lookup;
 mod names;
 mod plan;
+mod python;
 mod types;
 mod unreadable;
 
@@ -220,6 +223,16 @@ pub fn read_captured(
     };
     let stack = unwind(&snapshot.regs, &memory, &space, DEFAULT_MAX_FRAMES);
     let frames = source_frames(sampler.symbolizer(), &space, &stack);
+    // A Python rank's functions are its Python frames: read them (still stopped) only
+    // when a request names a function no native frame has.
+    let python_read = requests
+        .iter()
+        .any(|r| find_frame(&frames, &r.function).is_none())
+        .then(|| sampler.read_python(capture.pid, &space, &live))
+        .flatten();
+    let python = python_read
+        .as_ref()
+        .map(|read| python::PythonStack::new(read, main.info.tid, snapshot.regs.fs_base));
     Ok(requests
         .iter()
         .map(|request| {
@@ -227,6 +240,7 @@ pub fn read_captured(
                 space: &space,
                 stack: &stack,
                 memory: &memory,
+                python: python.as_ref(),
             };
             read_request(sampler.symbolizer(), plans, &at, &frames, request)
         })
@@ -238,6 +252,8 @@ struct StoppedStack<'a> {
     space: &'a AddressSpace,
     stack: &'a UnwoundStack,
     memory: &'a dyn MemoryReader,
+    /// The Python frames, for a Python rank when a request needs them.
+    python: Option<&'a python::PythonStack<'a>>,
 }
 
 fn read_request(
@@ -255,6 +271,10 @@ fn read_request(
         return failed("a variable read needs a function and a variable name".into());
     }
     let Some(found) = find_frame(frames, &request.function) else {
+        if let Some(value) = at.python.and_then(|p| p.read(at.memory, request)) {
+            return value;
+        }
+        let python = at.python.map(|p| p.summary()).unwrap_or_default();
         let walk = match &at.stack.end {
             WalkEnd::Outermost => String::new(),
             WalkEnd::Truncated => {
@@ -263,7 +283,7 @@ fn read_request(
             WalkEnd::Error(e) => format!("; the walk ended early: {e}"),
         };
         return failed(format!(
-            "no frame of {} on the main thread's stack ({}{walk})",
+            "no frame of {} on the main thread's stack ({}{walk}{python})",
             request.function,
             stack_summary(frames)
         ));
