@@ -1,5 +1,5 @@
 //! Hung mpi4py jobs on real MPI stacks: `tests/python/mpi_hang.py` under Debian's Open MPI
-//! 4, Open MPI 5, MPICH 5 and Intel MPI (mpi4py 4.1.2's wheel in the tools' virtual
+//! 4 and MPICH 4, Open MPI 5, MPICH 5 and Intel MPI (mpi4py 4.1.2's wheel in the tools' virtual
 //! environment; the PyPI stacks of `tests/mpi/stacks.sh` found by `LD_LIBRARY_PATH`).
 //! Rank 0 waits in `comm.recv` for rank 1, which sleeps in a loop; rank 3 waits in
 //! `comm.recv` for rank 2, which spins in a pure-Python loop; the others wait in
@@ -8,8 +8,10 @@
 //! MPI call at the Python line that made it, and read, for every rank, the Python frames
 //! py-spy reads (function, file and line).
 //!
-//! Debian's MPICH 4 is not among them: mpi4py's wheel links MPICH's ABI as `libmpi.so.12`,
-//! which Debian's MPICH names `libmpich.so.12`.
+//! Debian's MPICH 4 too: mpi4py's wheel loads MPICH's ABI as `libmpi.so.12`, which Debian's
+//! MPICH names `libmpich.so.12` (the same ABI), so the test gives it a directory where the
+//! first name points to the second (`target/mpich4-abi`), and asks for MPICH's ABI
+//! (`MPI4PY_MPIABI=mpich`) rather than the Open MPI that Debian also installs.
 
 #[path = "support/mpi.rs"]
 mod mpi;
@@ -99,6 +101,20 @@ fn python_frames_by_rank(result: &Value) -> BTreeMap<u32, Vec<PyFrame>> {
     out
 }
 
+/// A directory where `libmpi.so.12` is Debian's `libmpich.so.12` (under `target/`, made
+/// on first use).
+fn mpich4_abi_dir() -> std::path::PathBuf {
+    let dir = repo_root().join("target/mpich4-abi");
+    let link = dir.join("libmpi.so.12");
+    if std::fs::read_link(&link).is_err() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/usr/lib/x86_64-linux-gnu/libmpich.so.12", &link)
+            .unwrap_or_else(|e| panic!("cannot link {}: {e}", link.display()));
+    }
+    dir
+}
+
 /// The job on `stack`'s launcher, its `libmpi` first on the library path (mpi4py loads
 /// the one it finds).
 fn start(stack: Stack) -> MpiJob {
@@ -109,6 +125,10 @@ fn start(stack: Stack) -> MpiJob {
         Stack::IntelMpi => Some("impi"),
         Stack::OpenMpi4 | Stack::Mpich4 => None,
     };
+    if stack == Stack::Mpich4 {
+        launcher.env("LD_LIBRARY_PATH", mpich4_abi_dir());
+        launcher.env("MPI4PY_MPIABI", "mpich");
+    }
     if let Some(name) = lib {
         let dir = repo_root().join("target/mpi-stacks").join(name).join("lib");
         assert!(
@@ -247,6 +267,11 @@ fn hung_mpi4py_job_on_open_mpi_4() {
 #[test]
 fn hung_mpi4py_job_on_open_mpi_5() {
     hung_mpi4py_job(Stack::OpenMpi5);
+}
+
+#[test]
+fn hung_mpi4py_job_on_mpich_4() {
+    hung_mpi4py_job(Stack::Mpich4);
 }
 
 #[test]
