@@ -597,3 +597,55 @@ fn progress_orders_python_ranks_in_one_loop_by_its_counter() {
         }
     }
 }
+
+/// Each thread's `threading` name in `strata dump` is py-spy's `thread_name`, on every
+/// CPython: named at creation, renamed after start, one whose attributes went through
+/// `__dict__`, the main thread; a thread `threading` does not know has none in either.
+#[test]
+fn python_threads_are_named_as_py_spy_names_them_on_every_cpython() {
+    let script = repo_root().join("tests/python/threads.py");
+    let mut checked = Vec::new();
+    for py in interpreters() {
+        let t = Target::start_ready(&py.exe, &[script.to_str().unwrap()], 1);
+        t.wait_all_sleeping(5);
+        let (code, dump, err) = parts(&strata(&["dump", &t.pid().to_string()]));
+        assert_eq!(code, 0, "{}: {err}", py.label());
+        let ours: BTreeMap<i64, Option<String>> = dump
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("Thread "))
+            .map(|rest| {
+                let tid = rest.split_whitespace().next().unwrap().parse().unwrap();
+                let name = rest
+                    .split_once("(Python \"")
+                    .and_then(|(_, n)| n.split_once("\")"))
+                    .map(|(n, _)| n.to_string());
+                (tid, name)
+            })
+            .collect();
+        let theirs: BTreeMap<i64, Option<String>> = py_spy_dump(t.pid())
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let name = t["thread_name"].as_str().map(str::to_string);
+                (t["os_thread_id"].as_i64().unwrap(), name)
+            })
+            .collect();
+        assert_eq!(ours, theirs, "{}\n{dump}", py.label());
+        let names: Vec<&str> = ours.values().flatten().map(String::as_str).collect();
+        for expected in ["MainThread", "waiter", "renamed", "with-dict"] {
+            assert!(
+                names.contains(&expected),
+                "{}: {names:?}\n{dump}",
+                py.label()
+            );
+        }
+        assert_eq!(ours.values().filter(|n| n.is_none()).count(), 1, "{dump}");
+        assert_free(t.pid());
+        checked.push(py.label());
+    }
+    eprintln!(
+        "thread names compared with py-spy on: {}",
+        checked.join(", ")
+    );
+}

@@ -124,6 +124,8 @@ pub struct ThreadFrames {
     /// The thread holds its Python interpreter's GIL (the others wait for it, or run no
     /// Python code now).
     pub holds_gil: bool,
+    /// Its Python `threading` name, when it has one.
+    pub python_name: Option<String>,
 }
 
 /// One frame of the machine stack and the source frames it stands for.
@@ -573,6 +575,7 @@ impl Sampler {
                         .0,
                     end: s.end.clone(),
                     holds_gil: python_thread(stacks, t).is_some_and(|p| p.holds_gil),
+                    python_name: python_thread(stacks, t).and_then(|p| p.name.clone()),
                 }),
                 Err(e) => Err(e.clone()),
             })

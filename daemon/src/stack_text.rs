@@ -37,8 +37,14 @@ pub fn render_process(
     }
     for (t, frames) in capture.threads.iter().zip(threads) {
         let info = &t.info;
+        let python_name = frames
+            .as_ref()
+            .ok()
+            .and_then(|f| f.python_name.as_ref())
+            .map(|name| format!(" (Python {name:?})"))
+            .unwrap_or_default();
         let mut head = format!(
-            "  Thread {} \"{}\" state {}",
+            "  Thread {} \"{}\"{python_name} state {}",
             info.tid, info.comm, info.state
         );
         if let Some(w) = &info.wchan {

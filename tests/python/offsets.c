@@ -24,6 +24,9 @@
 #if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_dict.h"
 #endif
+#if PY_VERSION_HEX >= 0x030B0000
+#include "internal/pycore_object.h"
+#endif
 
 #define P(name, value) printf("%s %lu\n", name, (unsigned long)(value))
 
@@ -129,6 +132,41 @@ int main(void) {
     P("keys.indices", offsetof(PyDictKeysObject, dk_indices));
     P("keys.entry_size", sizeof(PyDictKeyEntry));
     P("keys.unicode_entry_size", sizeof(PyDictUnicodeEntry));
+#endif
+    /* Thread names: sys.modules, a type's instance layout, managed dicts. */
+#if PY_VERSION_HEX >= 0x030C0000
+    P("interp.modules", offsetof(PyInterpreterState, imports.modules));
+#else
+    P("interp.modules", offsetof(PyInterpreterState, modules));
+#endif
+    P("type.basicsize", offsetof(PyTypeObject, tp_basicsize));
+    P("type.dictoffset", offsetof(PyTypeObject, tp_dictoffset));
+#if PY_VERSION_HEX >= 0x030B0000
+    P("heaptype.cached_keys", offsetof(PyHeapTypeObject, ht_cached_keys));
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+    {
+        /* Where an instance's managed dict (and, 3.11, its values) sits before it: asked
+         * of the interpreter's own inline functions, on a stand-in object. */
+        static PyTypeObject type;
+        static char room[128];
+        PyObject *object = (PyObject *)(room + 64);
+        type.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+        object->ob_type = &type;
+        char *at = (char *)object;
+#if PY_VERSION_HEX >= 0x030D0000
+        P("object.managed_dict_before", at - (char *)_PyObject_ManagedDictPointer(object));
+#elif PY_VERSION_HEX >= 0x030C0000
+        P("object.managed_dict_before", at - (char *)_PyObject_DictOrValuesPointer(object));
+#else
+        P("object.managed_dict_before", at - (char *)_PyObject_ManagedDictPointer(object));
+        P("object.values_before", at - (char *)_PyObject_ValuesPointer(object));
+#endif
+    }
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+    P("dictvalues.values", offsetof(PyDictValues, values));
+    P("dictvalues.valid", offsetof(PyDictValues, valid));
 #endif
     if (PyLong_SHIFT != 30) {
         fprintf(stderr, "this CPython has %d-bit int digits: strata reads 30-bit ones\n", PyLong_SHIFT);

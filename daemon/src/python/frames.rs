@@ -7,7 +7,8 @@ use std::sync::Arc;
 use strata_filters::{CodeFrame, CodeKind, Frame, Module};
 
 use super::ProcessPython;
-use super::runtime::{Discovery, discover};
+use super::names::{find_active, thread_names};
+use super::runtime::{Discovery, Interpreter, discover};
 use super::threads::{self, CodeCache, PyFrame};
 use crate::images::AddressSpace;
 use crate::memory::MemoryReader;
@@ -15,6 +16,18 @@ use crate::procfs::Pid;
 
 /// What one process's Python looked like at a sample.
 pub type PythonRead = Result<ProcessPython, String>;
+
+/// Where a process's `threading._active` dict is.
+#[derive(Clone, Copy, Debug)]
+enum ActiveDict {
+    At(u64),
+    /// Not found (`threading` not imported yet) at this moment.
+    NotYet(std::time::Instant),
+}
+
+/// How long a process without `threading` is not asked again (a look goes through all of
+/// `sys.modules`).
+const ACTIVE_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The sampler's Python state, kept across samples.
 #[derive(Debug, Default)]
@@ -25,6 +38,9 @@ pub struct PythonFrames {
     /// interpreter's own ([`CodeKind::Interpreter`]).
     interpreter_images: HashSet<String>,
     codes: CodeCache,
+    /// Per process: the address space and where its `threading._active` dict is, or when
+    /// it was last looked for in vain.
+    active: HashMap<Pid, (Arc<AddressSpace>, ActiveDict)>,
     /// (qualified name, file, line) -> its trace frame, shared by every tree and sample.
     frames: HashMap<(String, String, Option<u32>), Arc<Frame>>,
 }
@@ -55,14 +71,62 @@ impl PythonFrames {
             Discovery::Refused(why) => Some(Err(why)),
             Discovery::Python(interpreter) => {
                 let started = std::time::Instant::now();
-                let threads = threads::walk(pid, &interpreter, mem, &mut self.codes)
+                let mut threads = threads::walk(pid, &interpreter, mem, &mut self.codes)
                     .map_err(|e| e.to_string());
+                if let Ok(threads) = &mut threads {
+                    self.name_threads(pid, space, mem, &interpreter, threads);
+                }
                 Some(Ok(ProcessPython {
                     interpreter,
                     threads,
                     read_in: started.elapsed(),
                 }))
             }
+        }
+    }
+
+    /// Gives each thread its `threading` name, where `threading` has one.
+    fn name_threads(
+        &mut self,
+        pid: Pid,
+        space: &Arc<AddressSpace>,
+        mem: &dyn MemoryReader,
+        interpreter: &Interpreter,
+        threads: &mut [super::PyThread],
+    ) {
+        let layout = interpreter.layout;
+        let known = self
+            .active
+            .get(&pid)
+            .filter(|(s, _)| Arc::ptr_eq(s, space))
+            .map(|(_, a)| *a);
+        let active = match known {
+            Some(ActiveDict::At(at)) => Some(at),
+            Some(ActiveDict::NotYet(when)) if when.elapsed() < ACTIVE_RETRY => None,
+            _ => {
+                let found = mem
+                    .read_u64(interpreter.runtime + layout.runtime.interpreters_head)
+                    .ok()
+                    .and_then(|main| find_active(mem, layout, main).ok().flatten());
+                let entry = match found {
+                    Some(at) => ActiveDict::At(at),
+                    None => ActiveDict::NotYet(std::time::Instant::now()),
+                };
+                self.active.insert(pid, (space.clone(), entry));
+                found
+            }
+        };
+        let Some(at) = active else { return };
+        let names = match thread_names(mem, layout, at) {
+            Ok(names) => names,
+            Err(_) => {
+                // Gone (the module reloaded?): look again next time.
+                self.active.remove(&pid);
+                return;
+            }
+        };
+        for t in threads {
+            t.name = names.get(&t.pthread).cloned();
         }
     }
 
@@ -95,6 +159,7 @@ impl PythonFrames {
     /// Forgets what was learned about `pid` (it exited).
     pub fn forget(&mut self, pid: Pid) {
         self.discoveries.remove(&pid);
+        self.active.remove(&pid);
         self.codes.forget(pid);
     }
 }

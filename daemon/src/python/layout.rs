@@ -46,6 +46,8 @@ pub struct InterpLayout {
     pub threads_head: u64,
     /// 3.12+: `ceval.gil`, a pointer to a `_gil_runtime_state` laid out by the pair.
     pub gil: Option<(u64, GilLayout)>,
+    /// `modules` (`imports.modules` from 3.12): `sys.modules`, a dict.
+    pub modules: u64,
 }
 
 /// `PyThreadState`.
@@ -175,7 +177,42 @@ pub struct ObjectLayout {
     /// `PyDictObject.ma_keys` and `ma_values` (split tables: instances' dicts).
     pub dict_keys: u64,
     pub dict_values: u64,
+    /// Where a split dict's values start in what `ma_values` points to (3.13 puts a
+    /// header before them).
+    pub dict_values_items: u64,
     pub keys: DictKeys,
+    /// `PyTypeObject.tp_basicsize` and `tp_dictoffset`.
+    pub type_basicsize: u64,
+    pub type_dictoffset: u64,
+    /// Where an instance keeps its attributes.
+    pub instance: InstanceDict,
+}
+
+/// Where an instance of a class keeps its attributes (`threading.Thread`'s `_name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceDict {
+    /// 3.9, 3.10: a dict at the type's `tp_dictoffset`.
+    AtDictOffset,
+    /// 3.11+ (`Py_TPFLAGS_MANAGED_DICT`): a dict pointer `dict_before` bytes before the
+    /// object, or the attribute values alone, keyed by the class's shared keys
+    /// (`PyHeapTypeObject.ht_cached_keys`, at `cached_keys`).
+    Managed {
+        cached_keys: u64,
+        dict_before: u64,
+        values: ManagedValues,
+    },
+}
+
+/// Where a managed-dict instance's values are when it has no dict of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagedValues {
+    /// 3.11: a pointer this many bytes before the object.
+    Before(u64),
+    /// 3.12: the dict word itself, odd when it is the values' address less one.
+    Tagged,
+    /// 3.13 (`Py_TPFLAGS_INLINE_VALUES`): inline after the object (`tp_basicsize`), a
+    /// `PyDictValues` whose `valid` byte says they are in use, items at `items`.
+    Inline { valid: u64, items: u64 },
 }
 
 /// A dict's key table (`PyDictKeysObject`).
@@ -215,6 +252,10 @@ const OBJECTS: ObjectLayout = ObjectLayout {
     type_flags: 168,
     dict_keys: 32,
     dict_values: 40,
+    dict_values_items: 0,
+    type_basicsize: 32,
+    type_dictoffset: 288,
+    instance: InstanceDict::AtDictOffset,
     keys: DictKeys::Sized {
         size: 8,
         nentries: 32,
@@ -259,6 +300,7 @@ const PY39: Layout = Layout {
         next: 0,
         threads_head: 8,
         gil: None,
+        modules: 856,
     },
     tstate: ThreadLayout {
         next: 8,
@@ -318,6 +360,7 @@ const PY311: Layout = Layout {
         next: 0,
         threads_head: 16,
         gil: None,
+        modules: 888,
     },
     tstate: ThreadLayout {
         next: 8,
@@ -350,6 +393,11 @@ const PY311: Layout = Layout {
     strings: strings(48, 72),
     objects: ObjectLayout {
         keys: LOG2_KEYS,
+        instance: InstanceDict::Managed {
+            cached_keys: 872,
+            dict_before: 24,
+            values: ManagedValues::Before(32),
+        },
         ..OBJECTS
     },
 };
@@ -370,6 +418,7 @@ const PY312: Layout = Layout {
                 locked: 16,
             },
         )),
+        modules: 944,
     },
     tstate: ThreadLayout {
         next: 8,
@@ -406,6 +455,11 @@ const PY312: Layout = Layout {
     objects: ObjectLayout {
         long_tagged: true,
         keys: LOG2_KEYS,
+        instance: InstanceDict::Managed {
+            cached_keys: 880,
+            dict_before: 24,
+            values: ManagedValues::Tagged,
+        },
         ..OBJECTS
     },
 };
@@ -426,6 +480,7 @@ const PY313: Layout = Layout {
                 locked: 16,
             },
         )),
+        modules: 7656,
     },
     tstate: ThreadLayout {
         next: 8,
@@ -440,7 +495,15 @@ const PY313: Layout = Layout {
         ..PY312.code
     },
     strings: strings(40, 56),
-    objects: PY312.objects,
+    objects: ObjectLayout {
+        dict_values_items: 8,
+        instance: InstanceDict::Managed {
+            cached_keys: 880,
+            dict_before: 24,
+            values: ManagedValues::Inline { valid: 3, items: 8 },
+        },
+        ..PY312.objects
+    },
 };
 
 /// The layouts strata has, oldest first.
@@ -466,6 +529,7 @@ impl Layout {
             v.push(("gil.last_holder", g.last_holder));
         }
         v.push(("interp.next", self.interp.next));
+        v.push(("interp.modules", self.interp.modules));
         v.push(("interp.threads_head", self.interp.threads_head));
         v.push(("tstate.next", self.tstate.next));
         v.push(("tstate.interp", self.tstate.interp));
@@ -578,6 +642,25 @@ impl Layout {
             v.push(("keys.indices", indices));
             v.push(("keys.entry_size", entry_size));
             v.push(("keys.unicode_entry_size", unicode_entry_size));
+        }
+        v.push(("type.basicsize", o.type_basicsize));
+        v.push(("type.dictoffset", o.type_dictoffset));
+        if let InstanceDict::Managed {
+            cached_keys,
+            dict_before,
+            values,
+        } = o.instance
+        {
+            v.push(("heaptype.cached_keys", cached_keys));
+            v.push(("object.managed_dict_before", dict_before));
+            match values {
+                ManagedValues::Before(at) => v.push(("object.values_before", at)),
+                ManagedValues::Tagged => {}
+                ManagedValues::Inline { valid, items } => {
+                    v.push(("dictvalues.values", items));
+                    v.push(("dictvalues.valid", valid));
+                }
+            }
         }
         v
     }

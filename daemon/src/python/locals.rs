@@ -4,6 +4,7 @@
 //! [`super::values`]. Read while the rank is stopped, so that the value is the
 //! one of the frames it was captured in.
 
+use super::dicts;
 use super::layout::Layout;
 use super::objects::{field_u64, read_str};
 use super::threads::PyFrame;
@@ -53,7 +54,7 @@ pub fn read_variable(
         .map_err(|e| format!("cannot read the frame's globals: {e}"))?;
     let found = match globals {
         0 => None,
-        dict => values::dict_get(mem, layout, dict, name)?,
+        dict => dicts::get_str(mem, layout, dict, name)?,
     };
     match found {
         Some(object) => values::value(mem, layout, object).map(|v| (v, Scope::Global)),

@@ -11,7 +11,8 @@
 //! - [`cython`]: Cython's C names back to Python names (`Comm.Barrier` of mpi4py).
 //! - [`interleave`]: where each Python frame goes among the native frames.
 //! - [`values`] and [`locals`]: a frame's variables (`--var`), decoded when they are ints,
-//!   bools, floats, strs or None.
+//!   bools, floats, strs or None; [`dicts`]: namespaces and instance attributes.
+//! - [`names`]: each thread's `threading` name.
 //!
 //! A Python thread's frames are read right after its native stack was copied, while its
 //! process runs again: for a rank that waits (the ranks a hang is about) they are the
@@ -20,11 +21,13 @@
 //! under a C frame that does not run them.
 
 pub mod cython;
+pub mod dicts;
 pub mod frames;
 pub mod interleave;
 pub mod layout;
 pub mod linetable;
 pub mod locals;
+pub mod names;
 pub mod objects;
 pub mod runtime;
 pub mod threads;

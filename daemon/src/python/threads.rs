@@ -49,6 +49,8 @@ pub struct PyThread {
     pub pthread: u64,
     /// The thread holds the GIL.
     pub holds_gil: bool,
+    /// Its `threading` name (`MainThread`, `Thread-1 (worker)`), when `threading` knows it.
+    pub name: Option<String>,
     /// Innermost first; empty for a thread that runs no Python code now.
     pub frames: Vec<PyFrame>,
     /// Why the walk of its frames stopped early, if it did.
@@ -212,6 +214,7 @@ fn thread_at(
         native_tid,
         pthread: word(t.thread_id),
         holds_gil: gil_holder == Some(tstate),
+        name: None,
         frames: Vec::new(),
         error: None,
         truncated: false,

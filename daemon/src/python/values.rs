@@ -1,6 +1,5 @@
 //! Python values as strata shows them (`--var` on a Python rank): `int`, `bool`, `float`,
-//! `str`, `None`, through a closure's cell; and looking a name up in a dict (a module's
-//! namespace), read out of a stopped process's memory.
+//! `str`, `None`, through a closure's cell, read out of a stopped process's memory.
 //!
 //! A value is decoded only when its type is the interpreter's own built-in (a static type
 //! named `int`, `bool`, `float`, `str`, `NoneType` or `cell`): an instance of a subclass or
@@ -8,7 +7,7 @@
 //! read with 30-bit digits (CPython's build on 64-bit Linux; the layout test checks the
 //! headers say so), up to 120 bits.
 
-use super::layout::{DictKeys, Layout};
+use super::layout::Layout;
 use super::objects::{field_i32, field_u64, read_str};
 use crate::memory::MemoryReader;
 
@@ -29,8 +28,6 @@ const TYPE_NAME_MAX: usize = 64;
 const SHOWN_CHARS: usize = 80;
 /// Ints of more digits than this are not shown (over 120 bits).
 const MAX_DIGITS: u64 = 4;
-/// More dict entries than this is a dict gone wrong (or not a module's namespace).
-const MAX_ENTRIES: u64 = 1 << 16;
 
 /// The value of the object at `object` (not null).
 pub fn value(mem: &dyn MemoryReader, layout: &Layout, object: u64) -> Result<PyValue, String> {
@@ -119,6 +116,18 @@ fn type_name(mem: &dyn MemoryReader, layout: &Layout, ty: u64) -> Result<String,
         .map_err(|_| "its type's name does not decode".to_string())
 }
 
+/// The value of the int object at `object` (a thread's id, as `threading` keys them).
+pub fn int_at(mem: &dyn MemoryReader, layout: &Layout, object: u64) -> Result<i128, String> {
+    let mut head = [0u8; 48];
+    mem.read(object, &mut head)
+        .map_err(|e| format!("cannot read the int: {e}"))?;
+    let ty = field_u64(&head, 8).unwrap_or(0);
+    match type_name(mem, layout, ty)?.as_str() {
+        "int" => int(mem, layout, object, &head),
+        other => Err(unshown(other)),
+    }
+}
+
 /// An int's value from its header copy `head` (digits past it are read).
 fn int(mem: &dyn MemoryReader, layout: &Layout, object: u64, head: &[u8]) -> Result<i128, String> {
     let o = &layout.objects;
@@ -193,104 +202,6 @@ pub fn str_repr(s: &str) -> String {
     }
     out.push('\'');
     out
-}
-
-/// The value stored under the str key `key` in the dict at `dict`, None when it has no
-/// such key.
-pub fn dict_get(
-    mem: &dyn MemoryReader,
-    layout: &Layout,
-    dict: u64,
-    key: &str,
-) -> Result<Option<u64>, String> {
-    let o = &layout.objects;
-    let keys = mem
-        .read_u64(dict + o.dict_keys)
-        .map_err(|e| format!("cannot read the dict: {e}"))?;
-    let split = mem
-        .read_u64(dict + o.dict_values)
-        .map_err(|e| format!("cannot read the dict: {e}"))?;
-    if split != 0 {
-        return Err("the namespace is a split dict, which strata does not read".to_string());
-    }
-    let mut head = [0u8; 48];
-    mem.read(keys, &mut head)
-        .map_err(|e| format!("cannot read the dict's keys: {e}"))?;
-    let byte = |at: u64| head.get(at as usize).copied().unwrap_or(0);
-    let (entries_at, nentries, entry_size, key_at, value_at) = match o.keys {
-        DictKeys::Sized {
-            size,
-            nentries,
-            indices,
-        } => {
-            let size = field_u64(&head, size).unwrap_or(0);
-            let index_bytes = match size {
-                0..=0xff => 1,
-                0x100..=0xffff => 2,
-                0x1_0000..=0xffff_ffff => 4,
-                _ => 8,
-            };
-            let n = field_u64(&head, nentries).unwrap_or(u64::MAX);
-            let at = size
-                .checked_mul(index_bytes)
-                .and_then(|b| b.checked_add(keys + indices));
-            (at, n, 24, 8, 16)
-        }
-        DictKeys::Log2 {
-            log2_index_bytes,
-            kind,
-            nentries,
-            indices,
-            entry_size,
-            unicode_entry_size,
-            ..
-        } => {
-            let n = field_u64(&head, nentries).unwrap_or(u64::MAX);
-            let index_bytes = byte(log2_index_bytes);
-            let at = (index_bytes < 48)
-                .then(|| 1u64 << index_bytes)
-                .and_then(|b| b.checked_add(keys + indices));
-            // Kind 0 holds (hash, key, value); the str-keyed kinds (key, value).
-            if byte(kind) == 0 {
-                (at, n, entry_size, 8, 16)
-            } else {
-                (at, n, unicode_entry_size, 0, 8)
-            }
-        }
-    };
-    let entries_at = entries_at.ok_or("the dict's key table does not read right")?;
-    if nentries > MAX_ENTRIES {
-        return Err(format!("a dict of {nentries} entries does not read right"));
-    }
-    let mut table = vec![0u8; (nentries * entry_size) as usize];
-    mem.read(entries_at, &mut table)
-        .map_err(|e| format!("cannot read the dict's entries: {e}"))?;
-    for entry in table.chunks_exact(entry_size as usize) {
-        let (Some(k), Some(v)) = (field_u64(entry, key_at), field_u64(entry, value_at)) else {
-            continue;
-        };
-        if k == 0 || v == 0 {
-            continue;
-        }
-        if str_equals(mem, layout, k, key) {
-            return Ok(Some(v));
-        }
-    }
-    Ok(None)
-}
-
-/// Whether the object at `addr` is a compact str equal to `key` (anything else is not).
-fn str_equals(mem: &dyn MemoryReader, layout: &Layout, addr: u64, key: &str) -> bool {
-    let s = &layout.strings;
-    let mut head = [0u8; 8];
-    if mem.read(addr + s.unicode_length, &mut head).is_err() {
-        return false;
-    }
-    // Only strings of the right length are decoded (most keys differ by length).
-    if u64::from_le_bytes(head) != key.chars().count() as u64 {
-        return false;
-    }
-    read_str(mem, s, addr).is_ok_and(|found| found == key)
 }
 
 #[cfg(test)]
