@@ -407,3 +407,64 @@ cat several.err
         );
     }
 }
+
+/// The daemons say what debug information cost them (`STRATA_TIMINGS`): the ranks of one
+/// binary share one load within a daemon (8 ranks, 1 daemon: each build-id indexed once),
+/// and several daemons each index what their ranks map (the 208K paper's shared-file
+/// problem this line measures: with 4 daemons, the same build-ids indexed more than once).
+#[test]
+fn the_daemons_report_what_debug_information_cost_them() {
+    let job = MpiJob::ring(8);
+    let summary = |daemons: &str| -> (u32, u32, u32, f64) {
+        let out = support::strata_command(&[
+            "attach",
+            "--launcher-pid",
+            &job.mpirun.id().to_string(),
+            "-n",
+            "1",
+            "--no-files",
+            "--daemons",
+            daemons,
+            "--fanout",
+            "2",
+        ])
+        .env("STRATA_TIMINGS", "1")
+        .output()
+        .expect("strata");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let line = err
+            .lines()
+            .find_map(|l| l.strip_prefix("strata: debug info: "))
+            .unwrap_or_else(|| panic!("no debug info line in {err}"));
+        // "4 daemon(s) indexed 8 binaries (2 distinct build-ids), read 16.7 MB of ..."
+        let numbers: Vec<f64> = line
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|w| w.trim_end_matches('.').parse().ok())
+            .collect();
+        assert!(numbers.len() >= 5, "{line}");
+        (
+            numbers[0] as u32,
+            numbers[1] as u32,
+            numbers[2] as u32,
+            numbers[3],
+        )
+    };
+    let (daemons, indexed, distinct, megabytes) = summary("1");
+    assert_eq!(daemons, 1);
+    // The ring (embedded DWARF) and libc (libc6-dbg, a separate file) at least.
+    assert!(distinct >= 2, "{distinct}");
+    assert_eq!(indexed, distinct, "one daemon indexes each binary once");
+    assert!(megabytes > 0.0, "libc's separate debug file was read");
+    let (daemons, indexed, distinct_4, megabytes_4) = summary("4");
+    assert_eq!(daemons, 4);
+    assert_eq!(distinct_4, distinct, "the same binaries");
+    assert!(
+        indexed >= distinct_4 && indexed <= 4 * distinct_4,
+        "{indexed}"
+    );
+    assert!(megabytes_4 >= megabytes, "{megabytes_4} < {megabytes}");
+    for &pid in &job.ranks {
+        assert_free(pid);
+    }
+}

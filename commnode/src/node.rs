@@ -172,6 +172,7 @@ pub async fn run(
                         bytes_in,
                         bytes_out: bytes.len() as u64,
                         peak_rss_kib: merge::peak_rss_kib(),
+                        ..NodeStat::default()
                     }],
                     ..SampleReply::default()
                 };

@@ -17,9 +17,9 @@ use strata_launcher::topology::parent_of;
 use strata_proto::auth::SessionKey;
 use strata_proto::link::{self, ParentLink, hostname, send_reply};
 use strata_proto::overlay::{
-    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, ProbeReply, Progress,
-    RankProbe, RankText, ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply, TaskEntry,
-    TaskNote, ThreadEntry, Up, command::Action, down, setup::Target, up,
+    self as pb, Command, DaemonMap, Done, ErrorKind, HoldReply, MemoryBytes, NodeStat, ProbeReply,
+    Progress, RankProbe, RankText, ReadMemoryReply, Role, SampleReply, SetupReply, StacksReply,
+    TaskEntry, TaskNote, ThreadEntry, Up, command::Action, down, setup::Target, up,
 };
 use tokio::sync::mpsc;
 
@@ -347,11 +347,37 @@ impl State {
             .await
         {
             Ok(sampled) => {
-                let reply = sample_reply(&sampled);
+                let mut reply = sample_reply(&sampled);
                 self.last = sampled.last;
+                reply.stats.push(self.debug_stat());
                 reply
             }
             Err(e) => failed_sample(self.tasks.len(), &e),
+        }
+    }
+
+    /// What reading debug information has cost this daemon so far (a [`NodeStat`] of level
+    /// 0).
+    fn debug_stat(&self) -> NodeStat {
+        let loads = self
+            .caches
+            .as_ref()
+            .map(|c| c.sampler.symbolizer().load_stats())
+            .unwrap_or_default();
+        NodeStat {
+            level: 0,
+            index: self.index,
+            // VmHWM: "1234 kB".
+            peak_rss_kib: crate::procfs::status_field(std::process::id() as Pid, "VmHWM")
+                .ok()
+                .flatten()
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0),
+            debug_indexed: loads.indexed,
+            debug_bytes_read: loads.bytes_read,
+            debug_load_us: loads.micros,
+            debug_build_ids: loads.build_ids,
+            ..NodeStat::default()
         }
     }
 

@@ -114,6 +114,25 @@ struct DebugInfo {
     /// `.debug_loc` and `.debug_loclists`, read on the first variable read only (see
     /// `parse_debug_object`, which leaves them out).
     locations: OnceLock<gimli::LocationLists<Reader>>,
+    /// Bytes of separate debug files (and dwz files) read to find and load it, refused
+    /// candidates included.
+    bytes_read: u64,
+}
+
+/// What loading debug information has cost a symbolizer so far: the measure of "each
+/// binary's debug information read once" (the 208K paper's SBRS problem: every daemon
+/// reading the same files).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Binaries whose DWARF was loaded and indexed.
+    pub indexed: u32,
+    /// Bytes of separate debug files read (embedded DWARF is in the binary, which is read
+    /// anyway, and not counted).
+    pub bytes_read: u64,
+    /// Time spent locating, reading, decompressing and indexing, all binaries.
+    pub micros: u64,
+    /// The build-ids of the binaries indexed (as the image gives them), each once.
+    pub build_ids: Vec<String>,
 }
 
 /// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
@@ -162,6 +181,7 @@ pub struct Symbolizer {
     entries: Mutex<HashMap<ImageKey, Arc<Entry>>>,
     results: RwLock<HashMap<(u32, u64), Frames>>,
     loads: AtomicUsize,
+    load_stats: Mutex<LoadStats>,
 }
 
 impl fmt::Debug for Symbolizer {
@@ -181,6 +201,7 @@ impl Symbolizer {
             entries: Mutex::new(HashMap::new()),
             results: RwLock::new(HashMap::new()),
             loads: AtomicUsize::new(0),
+            load_stats: Mutex::new(LoadStats::default()),
         }
     }
 
@@ -270,6 +291,14 @@ impl Symbolizer {
         self.loads.load(Ordering::Relaxed)
     }
 
+    /// What loading debug information has cost so far.
+    pub fn load_stats(&self) -> LoadStats {
+        self.load_stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// How many distinct addresses have been symbolized.
     pub fn addresses_cached(&self) -> usize {
         self.results.read().map(|r| r.len()).unwrap_or(0)
@@ -300,7 +329,18 @@ impl Symbolizer {
     fn debug<'e>(&self, entry: &'e Entry, image: &Image, path: &str) -> &'e DebugInfo {
         entry.debug.get_or_init(|| {
             self.loads.fetch_add(1, Ordering::Relaxed);
-            load_debug_info(image, path, &self.options)
+            let started = std::time::Instant::now();
+            let info = load_debug_info(image, path, &self.options);
+            let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+            stats.bytes_read += info.bytes_read;
+            stats.micros += started.elapsed().as_micros() as u64;
+            if info.context.is_some() {
+                stats.indexed += 1;
+                if let Some(id) = &image.build_id {
+                    stats.build_ids.push(id.clone());
+                }
+            }
+            info
         })
     }
 }
@@ -560,6 +600,19 @@ fn build_id_paths(dirs: &[PathBuf], id: &[u8], suffix: &str) -> Vec<PathBuf> {
 
 /// Finds and loads the debug information of `image`, mapped from `path`.
 fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugInfo {
+    let mut read = 0;
+    let mut info = locate_and_load(image, path, options, &mut read);
+    info.bytes_read = read;
+    info
+}
+
+/// [`load_debug_info`], adding the bytes of every file it reads to `read`.
+fn locate_and_load(
+    image: &Image,
+    path: &str,
+    options: &SymbolOptions,
+    read: &mut u64,
+) -> DebugInfo {
     let mut notes = Vec::new();
     let symbols_only = |notes| DebugInfo {
         source: if image.has_symbols() {
@@ -571,6 +624,7 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
         debug_symbols: None,
         notes,
         locations: OnceLock::new(),
+        bytes_read: 0,
     };
     let Ok(file) = object::File::parse(image.data()) else {
         return symbols_only(notes);
@@ -580,7 +634,7 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
         match parse_debug_object(image.data()) {
             Ok(obj) => {
                 let dir = Path::new(path).parent().map(Path::to_path_buf);
-                return finish(obj, DebugSource::Embedded, None, dir, options, notes);
+                return finish(obj, DebugSource::Embedded, None, dir, options, notes, read);
             }
             Err(e) => notes.push(format!("{path}: embedded DWARF unusable: {e}")),
         }
@@ -592,12 +646,13 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };
+            *read += data.len() as u64;
             match parse_debug_object(&data) {
                 Ok(obj) if obj.build_id.as_deref() == Some(id) => {
                     let source = DebugSource::BuildIdFile(candidate.clone());
                     let dir = candidate.parent().map(Path::to_path_buf);
                     let syms = debug_symbols(image, data);
-                    return finish(obj, source, syms, dir, options, notes);
+                    return finish(obj, source, syms, dir, options, notes, read);
                 }
                 Ok(_) => notes.push(format!("{}: other build-id", candidate.display())),
                 Err(e) => notes.push(format!("{}: {e}", candidate.display())),
@@ -622,6 +677,7 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };
+            *read += data.len() as u64;
             let actual = crc32fast::hash(&data);
             if actual != crc {
                 notes.push(format!(
@@ -635,7 +691,7 @@ fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugI
                     let source = DebugSource::DebugLink(candidate.clone());
                     let dir = candidate.parent().map(Path::to_path_buf);
                     let syms = debug_symbols(image, data);
-                    return finish(obj, source, syms, dir, options, notes);
+                    return finish(obj, source, syms, dir, options, notes, read);
                 }
                 Err(e) => notes.push(format!("{}: {e}", candidate.display())),
             }
@@ -665,6 +721,7 @@ fn finish(
     dir: Option<PathBuf>,
     options: &SymbolOptions,
     mut notes: Vec<String>,
+    read: &mut u64,
 ) -> DebugInfo {
     if let Some((alt_path, alt_id)) = obj.altlink.take() {
         let mut candidates = Vec::new();
@@ -679,6 +736,7 @@ fn finish(
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };
+            *read += data.len() as u64;
             match parse_debug_object(&data) {
                 Ok(sup) if sup.build_id.as_deref() == Some(&alt_id[..]) => {
                     obj.dwarf.set_sup(sup.dwarf);
@@ -706,6 +764,7 @@ fn finish(
             debug_symbols,
             notes,
             locations: OnceLock::new(),
+            bytes_read: 0,
         },
         Err(e) => {
             notes.push(format!("DWARF unusable: {e}"));
@@ -715,6 +774,7 @@ fn finish(
                 debug_symbols,
                 notes,
                 locations: OnceLock::new(),
+                bytes_read: 0,
             }
         }
     }

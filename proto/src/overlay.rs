@@ -441,7 +441,8 @@ pub struct PmpiPlaceNote {
 /// One tree node's cost for one sample reply.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NodeStat {
-    /// Tree level (1: the front end's children; the daemons' level is the deepest).
+    /// Tree level (1: the front end's children; the daemons' level is the deepest; 0: a
+    /// real daemon, which does not know its depth).
     #[prost(uint32, tag = "1")]
     pub level: u32,
     #[prost(uint32, tag = "2")]
@@ -457,6 +458,18 @@ pub struct NodeStat {
     /// The process's peak resident memory so far (VmHWM), KiB.
     #[prost(uint64, tag = "6")]
     pub peak_rss_kib: u64,
+    /// A daemon's debug information so far this session: binaries indexed, bytes of
+    /// separate debug files read, microseconds spent, and the build-ids indexed (the
+    /// measure of "read once per job": the same build-id indexed by several daemons is
+    /// the 208K paper's shared-file-system problem).
+    #[prost(uint32, tag = "7")]
+    pub debug_indexed: u32,
+    #[prost(uint64, tag = "8")]
+    pub debug_bytes_read: u64,
+    #[prost(uint64, tag = "9")]
+    pub debug_load_us: u64,
+    #[prost(string, repeated, tag = "10")]
+    pub debug_build_ids: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -246,6 +246,9 @@ pub fn run_request(
             "strata: timing: total: {:.1} ms",
             started.elapsed().as_secs_f64() * 1e3
         );
+        if let Some(line) = debug_info_summary(&gathered.sampled.reply.stats) {
+            eprintln!("strata: {line}");
+        }
     }
     let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
     Ok(if unknown_rank {
@@ -351,4 +354,28 @@ fn hints(a: &Assembled, threads_shown: bool) {
              table, without source lines (rebuild with -g, or install its debug package)"
         );
     }
+}
+
+/// What the daemons spent on debug information (their level-0 stats), summed:
+/// `debug info: 4 daemons indexed 8 binaries (2 distinct build-ids), read 9.1 MB of debug
+/// files, 412.0 ms`. The time is summed over daemons (they work in parallel).
+pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<String> {
+    let daemons: Vec<_> = stats.iter().filter(|s| s.level == 0).collect();
+    if daemons.is_empty() {
+        return None;
+    }
+    let indexed: u32 = daemons.iter().map(|s| s.debug_indexed).sum();
+    let bytes: u64 = daemons.iter().map(|s| s.debug_bytes_read).sum();
+    let micros: u64 = daemons.iter().map(|s| s.debug_load_us).sum();
+    let distinct: std::collections::BTreeSet<&str> = daemons
+        .iter()
+        .flat_map(|s| s.debug_build_ids.iter().map(String::as_str))
+        .collect();
+    Some(format!(
+        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), read {:.1} MB of debug files, {:.1} ms summed over daemons",
+        daemons.len(),
+        distinct.len(),
+        bytes as f64 / 1e6,
+        micros as f64 / 1e3
+    ))
 }

@@ -504,6 +504,7 @@ fn sample_reply(job: &SynthJob, d: u32, level: u32, dense: bool) -> Vec<u8> {
         bytes_in: 0,
         bytes_out,
         peak_rss_kib: 0,
+        ..NodeStat::default()
     });
     strata_proto::Message::encode_to_vec(&reply)
 }
