@@ -24,6 +24,7 @@ use strata_proto::overlay::{
 use tokio::sync::mpsc;
 
 use crate::capture::{CaptureOptions, Capturer, TaskCapture};
+use crate::debug_index::IndexCache;
 use crate::discovery::{self, Selector, Task};
 use crate::memory::MemoryReader;
 use crate::procfs::Pid;
@@ -261,16 +262,24 @@ impl State {
         }
     }
 
-    /// The setup's `--debug-dir`s, if it names any: the caches start over with them (the
-    /// DWARF found so far may not be what they hold). None named keeps the current ones.
-    fn use_debug_dirs(&mut self, dirs: &[String]) {
-        if dirs.is_empty() {
-            return;
-        }
-        self.symbols = SymbolOptions {
-            debug_dirs: dirs.iter().map(Into::into).collect(),
+    /// The setup's `--debug-dir`s, if it names any, and its debug-index cache: the
+    /// caches start over when they change (the DWARF found so far may not be what they
+    /// hold). No directory named keeps the current ones.
+    fn use_symbols(&mut self, dirs: &[String], cache: Option<&str>) {
+        let options = SymbolOptions {
+            debug_dirs: if dirs.is_empty() {
+                self.symbols.debug_dirs.clone()
+            } else {
+                dirs.iter().map(Into::into).collect()
+            },
+            cache: cache
+                .filter(|c| !c.is_empty())
+                .map(|c| IndexCache::new(c.into())),
         };
-        self.caches = Some(Caches::new(&self.symbols));
+        if options != self.symbols {
+            self.symbols = options;
+            self.caches = Some(Caches::new(&self.symbols));
+        }
     }
 
     async fn setup(&mut self, s: pb::Setup) -> SetupReply {
@@ -289,7 +298,7 @@ impl State {
             uid: s.uid,
             ..discovery::Options::for_current_process()
         };
-        self.use_debug_dirs(&s.debug_dirs);
+        self.use_symbols(&s.debug_dirs, s.debug_cache.as_deref());
         let (index, host, share) = (self.index, self.host.clone(), s.share);
         let joined = tokio::task::spawn_blocking(move || {
             // A job's tasks may not be visible yet right after it started (srun launches
@@ -380,6 +389,8 @@ impl State {
             debug_bytes_read: loads.bytes_read,
             debug_load_us: loads.micros,
             debug_build_ids: loads.build_ids,
+            debug_cache_hits: loads.cache_hits,
+            debug_cache_warnings: loads.cache_warnings,
             ..NodeStat::default()
         }
     }
@@ -811,7 +822,7 @@ mod tests {
             .expect("a runtime");
         runtime.block_on(async {
             let mut state = State::new(0, "here".into(), Capturer::new(1));
-            state.use_debug_dirs(&["/opt/job/debug".to_string()]);
+            state.use_symbols(&["/opt/job/debug".to_string()], None);
             let dirs = vec![PathBuf::from("/opt/job/debug")];
             let debug_dirs = |state: &State| {
                 let caches = state.caches.as_ref().expect("caches back after the work");

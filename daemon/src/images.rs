@@ -316,6 +316,15 @@ impl Image {
         !self.symbols.is_empty()
     }
 
+    /// The function symbols (address, size, name) in the order [`Image::symbol`] searches
+    /// them: a debug index keeps them so, and answers as this image would.
+    pub fn function_symbols(&self) -> impl Iterator<Item = (u64, u64, &str)> {
+        self.symbols.iter().map(|s| {
+            let name = &self.symbol_names[s.name.start as usize..s.name.end as usize];
+            (s.address, s.size, name)
+        })
+    }
+
     /// The function symbol containing `svma`, and the offset into it.
     pub fn symbol(&self, svma: u64) -> Option<(&str, u64)> {
         let i = self.symbols.partition_point(|s| s.address <= svma);

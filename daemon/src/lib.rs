@@ -35,6 +35,7 @@
 pub mod agent;
 pub mod calls;
 pub mod capture;
+pub mod debug_index;
 pub mod discovery;
 pub mod images;
 pub mod memory;

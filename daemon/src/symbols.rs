@@ -47,6 +47,7 @@ use strata_filters::mpi::is_mpi_entry_name;
 
 use object::{Object, ObjectSection};
 
+use crate::debug_index::{self, DebugIndex, IndexCache, Input, Lookup, Meta};
 use crate::images::{Image, MappedImage};
 
 /// Where to look for separate debug files.
@@ -55,12 +56,16 @@ pub struct SymbolOptions {
     /// Global debug directories, searched for `.build-id/xx/rest.debug`, for
     /// `.gnu_debuglink` files under the image's directory, and for dwz files.
     pub debug_dirs: Vec<PathBuf>,
+    /// Where debug indexes are kept between attaches and shared between daemons (see
+    /// [`crate::debug_index`]); `None`: each symbolizer loads DWARF for itself, lazily.
+    pub cache: Option<IndexCache>,
 }
 
 impl Default for SymbolOptions {
     fn default() -> SymbolOptions {
         SymbolOptions {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            cache: None,
         }
     }
 }
@@ -117,6 +122,10 @@ struct DebugInfo {
     /// Bytes of separate debug files (and dwz files) read to find and load it, refused
     /// candidates included.
     bytes_read: u64,
+    /// The DWARF the context was built from, kept to build a debug index from.
+    dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
+    /// The separate files the DWARF came from (debug file, dwz file).
+    inputs: Vec<PathBuf>,
 }
 
 /// What loading debug information has cost a symbolizer so far: the measure of "each
@@ -124,15 +133,20 @@ struct DebugInfo {
 /// reading the same files).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadStats {
-    /// Binaries whose DWARF was loaded and indexed.
+    /// Binaries whose DWARF was loaded and indexed (by addr2line, or into a debug index).
     pub indexed: u32,
-    /// Bytes of separate debug files read (embedded DWARF is in the binary, which is read
-    /// anyway, and not counted).
+    /// Binaries whose debug index came from the cache, DWARF not read at all.
+    pub cache_hits: u32,
+    /// Bytes of separate debug files and cached indexes read (embedded DWARF is in the
+    /// binary, which is read anyway, and not counted).
     pub bytes_read: u64,
     /// Time spent locating, reading, decompressing and indexing, all binaries.
     pub micros: u64,
-    /// The build-ids of the binaries indexed (as the image gives them), each once.
+    /// The build-ids of the binaries indexed or taken from the cache (as the image gives
+    /// them), each once.
     pub build_ids: Vec<String>,
+    /// Cache entries ignored (corrupt, foreign, unreadable) or not written, one line each.
+    pub cache_warnings: Vec<String>,
 }
 
 /// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
@@ -159,6 +173,9 @@ struct Entry {
     /// Small id that keys the result cache (cheaper to hash than a build-id).
     id: u32,
     debug: OnceLock<DebugInfo>,
+    /// The image's debug index, with a cache configured (None without one, or without
+    /// DWARF to index).
+    index: OnceLock<Option<DebugIndex>>,
     /// Keeps the image alive when the entry is keyed by its pointer, so that the address
     /// cannot be reused by another image.
     _image: Arc<Image>,
@@ -224,8 +241,11 @@ impl Symbolizer {
         if let Some(hit) = self.results.read().ok().and_then(|r| r.get(&key).cloned()) {
             return hit;
         }
-        let debug = self.debug(&entry, image, &mapped.path);
-        let frames: Arc<[SourceFrame]> = Arc::from(lookup(debug, image, svma));
+        let frames = match self.index(&entry, image, &mapped.path) {
+            Some(index) => lookup_indexed(index, image, svma),
+            None => lookup(self.debug(&entry, image, &mapped.path), image, svma),
+        };
+        let frames: Arc<[SourceFrame]> = Arc::from(frames);
         match self.results.write() {
             Ok(mut r) => r.entry(key).or_insert(frames).clone(),
             Err(_) => frames,
@@ -238,6 +258,9 @@ impl Symbolizer {
         match mapped.image() {
             Some(image) => {
                 let entry = self.entry(image);
+                if let Some(index) = self.index(&entry, image, &mapped.path) {
+                    return indexed_source(index.meta());
+                }
                 self.debug(&entry, image, &mapped.path).source.clone()
             }
             None => DebugSource::Nothing,
@@ -250,6 +273,9 @@ impl Symbolizer {
         match mapped.image() {
             Some(image) => {
                 let entry = self.entry(image);
+                if let Some(index) = self.index(&entry, image, &mapped.path) {
+                    return index.meta().notes.clone();
+                }
                 self.debug(&entry, image, &mapped.path).notes.clone()
             }
             None => Vec::new(),
@@ -317,6 +343,7 @@ impl Symbolizer {
                 Arc::new(Entry {
                     id: next,
                     debug: OnceLock::new(),
+                    index: OnceLock::new(),
                     _image: image.clone(),
                 })
             })
@@ -343,6 +370,95 @@ impl Symbolizer {
             info
         })
     }
+
+    /// The entry's debug index, with a cache configured: the cache's entry if it has a
+    /// valid one, else (after waiting for any other daemon building it) built from the
+    /// DWARF and written there. None without a cache, a build-id or DWARF.
+    fn index<'e>(&self, entry: &'e Entry, image: &Image, path: &str) -> Option<&'e DebugIndex> {
+        let index = entry.index.get_or_init(|| {
+            let cache = self.options.cache.as_ref()?;
+            let key = format!("{}-{}", image.build_id.as_ref()?, image.data().len());
+            let started = std::time::Instant::now();
+            let mut warnings = Vec::new();
+            let hit = |lookup: Lookup, warnings: &mut Vec<String>| match lookup {
+                Lookup::Hit(index, read) => {
+                    let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+                    stats.cache_hits += 1;
+                    stats.bytes_read += read;
+                    stats.build_ids.extend(image.build_id.clone());
+                    stats.micros += started.elapsed().as_micros() as u64;
+                    Some(*index)
+                }
+                Lookup::Miss => None,
+                Lookup::Unusable(why) => {
+                    warnings.push(why);
+                    None
+                }
+            };
+            let found = hit(cache.get(&key), &mut warnings).or_else(|| {
+                let _building = cache.lock(&key);
+                // Another daemon may have built it while this one waited.
+                hit(cache.get(&key), &mut warnings).or_else(|| {
+                    let built = self.build_index(entry, image, path, &key)?;
+                    if let Err(e) = cache.put(&key, &built) {
+                        warnings.push(format!("{}: not written: {e}", cache.dir().display()));
+                    }
+                    Some(built)
+                })
+            });
+            if !warnings.is_empty() {
+                let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+                warnings.dedup();
+                stats.cache_warnings.extend(warnings);
+            }
+            found
+        });
+        index.as_ref()
+    }
+
+    /// Loads the entry's DWARF and indexes all of it (None without DWARF).
+    fn build_index(
+        &self,
+        entry: &Entry,
+        image: &Image,
+        path: &str,
+        key: &str,
+    ) -> Option<DebugIndex> {
+        let debug = self.debug(entry, image, path);
+        let dwarf = debug.dwarf.as_ref()?;
+        let started = std::time::Instant::now();
+        let (source, source_path) = match &debug.source {
+            DebugSource::Embedded => (0, String::new()),
+            DebugSource::BuildIdFile(p) => (1, p.to_string_lossy().into_owned()),
+            DebugSource::DebugLink(p) => (2, p.to_string_lossy().into_owned()),
+            DebugSource::SymbolsOnly | DebugSource::Nothing => return None,
+        };
+        let meta = Meta {
+            key: key.to_string(),
+            source,
+            source_path,
+            notes: debug.notes.clone(),
+            inputs: debug.inputs.iter().filter_map(|p| Input::of(p)).collect(),
+        };
+        let symbols: Vec<_> = debug
+            .debug_symbols
+            .as_ref()
+            .map(|i| i.function_symbols().collect())
+            .unwrap_or_default();
+        let index = DebugIndex::open(debug_index::build::build(dwarf, &symbols, &meta)).ok();
+        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.micros += started.elapsed().as_micros() as u64;
+        index
+    }
+}
+
+/// The debug source an index records.
+fn indexed_source(meta: &Meta) -> DebugSource {
+    match meta.source {
+        1 => DebugSource::BuildIdFile(PathBuf::from(&meta.source_path)),
+        2 => DebugSource::DebugLink(PathBuf::from(&meta.source_path)),
+        _ => DebugSource::Embedded,
+    }
 }
 
 impl SourceFrame {
@@ -364,6 +480,35 @@ fn lookup(debug: &DebugInfo, image: &Image, svma: u64) -> Vec<SourceFrame> {
         let context = context.lock().unwrap_or_else(|e| e.into_inner());
         dwarf_frames(&context, svma, &mut frames);
     }
+    let from_debug = |svma| debug.debug_symbols.as_ref()?.symbol(svma).map(|(n, _)| n);
+    name_physical(frames, image, svma, from_debug)
+}
+
+/// [`lookup`] answered from a debug index, which carries the debug file's symbols too.
+fn lookup_indexed(index: &DebugIndex, image: &Image, svma: u64) -> Vec<SourceFrame> {
+    let frames = index
+        .frames(svma)
+        .into_iter()
+        .map(|f| SourceFrame {
+            function: f.name.map(|n| demangle(n, f.language.map(gimli::DwLang))),
+            file: f.file.map(str::to_string),
+            line: f.line,
+            inlined: true,
+        })
+        .collect();
+    name_physical(frames, image, svma, |svma| {
+        index.symbol(svma).map(|(n, _)| n)
+    })
+}
+
+/// Marks the physical frame and names it from the symbol tables where DWARF does not,
+/// or where they name it better (see the comments inside).
+fn name_physical<'a>(
+    mut frames: Vec<SourceFrame>,
+    image: &Image,
+    svma: u64,
+    debug_symbol: impl FnOnce(u64) -> Option<&'a str>,
+) -> Vec<SourceFrame> {
     if frames.is_empty() {
         frames.push(SourceFrame::unknown());
     }
@@ -374,10 +519,10 @@ fn lookup(debug: &DebugInfo, image: &Image, svma: u64) -> Vec<SourceFrame> {
     let physical = &mut frames[last];
     let own = image.symbol(svma);
     if physical.function.is_none() {
-        let from_debug = || debug.debug_symbols.as_ref()?.symbol(svma);
         physical.function = own
-            .or_else(from_debug)
-            .map(|(name, _)| demangle(name, None));
+            .map(|(name, _)| name)
+            .or_else(|| debug_symbol(svma))
+            .map(|name| demangle(name, None));
     } else if let Some((alias, _)) = own
         && is_mpi_entry_name(alias)
         && !physical.function.as_deref().is_some_and(is_mpi_entry_name)
@@ -625,6 +770,8 @@ fn locate_and_load(
         notes,
         locations: OnceLock::new(),
         bytes_read: 0,
+        dwarf: None,
+        inputs: Vec::new(),
     };
     let Ok(file) = object::File::parse(image.data()) else {
         return symbols_only(notes);
@@ -723,6 +870,10 @@ fn finish(
     mut notes: Vec<String>,
     read: &mut u64,
 ) -> DebugInfo {
+    let mut inputs = Vec::new();
+    if let DebugSource::BuildIdFile(p) | DebugSource::DebugLink(p) = &source {
+        inputs.push(p.clone());
+    }
     if let Some((alt_path, alt_id)) = obj.altlink.take() {
         let mut candidates = Vec::new();
         match (&dir, alt_path.is_absolute()) {
@@ -740,6 +891,7 @@ fn finish(
             match parse_debug_object(&data) {
                 Ok(sup) if sup.build_id.as_deref() == Some(&alt_id[..]) => {
                     obj.dwarf.set_sup(sup.dwarf);
+                    inputs.push(candidate);
                     found = true;
                     break;
                 }
@@ -757,7 +909,8 @@ fn finish(
             ));
         }
     }
-    match addr2line::Context::from_dwarf(obj.dwarf) {
+    let dwarf = Arc::new(obj.dwarf);
+    match addr2line::Context::from_arc_dwarf(dwarf.clone()) {
         Ok(context) => DebugInfo {
             source,
             context: Some(Mutex::new(context)),
@@ -765,6 +918,8 @@ fn finish(
             notes,
             locations: OnceLock::new(),
             bytes_read: 0,
+            dwarf: Some(dwarf),
+            inputs,
         },
         Err(e) => {
             notes.push(format!("DWARF unusable: {e}"));
@@ -775,6 +930,8 @@ fn finish(
                 notes,
                 locations: OnceLock::new(),
                 bytes_read: 0,
+                dwarf: None,
+                inputs,
             }
         }
     }

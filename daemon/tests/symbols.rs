@@ -497,6 +497,7 @@ fn separate_debug_info_by_build_id() {
     // Without the debug directory: symbols only.
     let plain = Symbolizer::new(SymbolOptions {
         debug_dirs: vec![build_dir().join("empty")],
+        cache: None,
     });
     let ours = symbolize_main(&st, &plain);
     let m = mapping(&ours, "/libblocklib.so");
@@ -505,6 +506,7 @@ fn separate_debug_info_by_build_id() {
     // .symtab: the stripped library's .dynsym lacks it).
     let sym = Symbolizer::new(SymbolOptions {
         debug_dirs: vec![build_dir().join("empty"), debug_root],
+        cache: None,
     });
     let ours = symbolize_main(&st, &sym);
     assert_lib_lines(&ours);
@@ -530,6 +532,7 @@ fn separate_debug_info_by_debuglink_with_crc() {
         let target = blocked(&exe, &[&format!("LD_LIBRARY_PATH={}", dir.display())]);
         let sym = Symbolizer::new(SymbolOptions {
             debug_dirs: vec![build_dir().join("empty")],
+            cache: None,
         });
         let ours = symbolized(target.pid(), &sym);
         assert_lib_lines(&ours);
@@ -542,6 +545,7 @@ fn separate_debug_info_by_debuglink_with_crc() {
         std::fs::write(&debug, data).unwrap();
         let sym = Symbolizer::new(SymbolOptions {
             debug_dirs: vec![build_dir().join("empty")],
+            cache: None,
         });
         let ours = symbolized(target.pid(), &sym);
         let m = mapping(&ours, "/libblocklib.so");

@@ -262,6 +262,10 @@ pub struct Setup {
     /// Directories of separate debug information.
     #[prost(string, repeated, tag = "5")]
     pub debug_dirs: Vec<String>,
+    /// The debug-index cache directory, the same for every daemon of the session (the
+    /// front end resolves the default); absent or empty: no cache.
+    #[prost(string, optional, tag = "7")]
+    pub debug_cache: Option<String>,
 }
 
 /// [`Setup::target`], at the parent's level for the reason given at [`UpKind`].
@@ -470,6 +474,12 @@ pub struct NodeStat {
     pub debug_load_us: u64,
     #[prost(string, repeated, tag = "10")]
     pub debug_build_ids: Vec<String>,
+    /// Binaries whose debug index came from the index cache (no DWARF read), and the
+    /// cache entries it could not use or write, one line each.
+    #[prost(uint32, tag = "11")]
+    pub debug_cache_hits: u32,
+    #[prost(string, repeated, tag = "12")]
+    pub debug_cache_warnings: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

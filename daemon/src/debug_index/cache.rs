@@ -1,0 +1,222 @@
+//! The persistent cache of debug indexes: one file per binary (build-id and size) in a
+//! directory that may be node-local or on a shared file system for a whole cluster.
+//!
+//! - **Concurrent writers** never leave a half-written entry: an entry is written to a
+//!   temporary file in the same directory and renamed over the final name, which POSIX
+//!   makes atomic. Daemons that miss on one binary at the same moment take an exclusive
+//!   `flock` on the entry's lock file: one builds, the others wait and then read what it
+//!   wrote (one index build per job, not per daemon).
+//! - **Damage is survived**: a truncated, foreign (another format or version) or corrupt
+//!   (checksum) entry is ignored with a warning and rebuilt; an entry whose input files
+//!   changed (a reinstalled debug package) is stale and rebuilt.
+//! - **Bounded**: after each write the least recently used entries (a hit renews an
+//!   entry's modification time) go until the directory is under its size limit.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+
+use super::index::DebugIndex;
+
+/// The cache's default size limit.
+pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+/// How long a daemon waits for another one building the same entry before building it
+/// itself (a builder on a hung file system must not hang every daemon).
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// Temporary files older than this were left by a writer that died.
+const STALE_TEMP: Duration = Duration::from_secs(600);
+/// Subdirectory per format version: another strata's entries never collide with ours.
+const SUBDIR: &str = "v1";
+
+/// A cache directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexCache {
+    dir: PathBuf,
+    max_bytes: u64,
+}
+
+/// What the cache had for a key.
+#[derive(Debug)]
+pub enum Lookup {
+    /// A valid entry, and the bytes read to get it.
+    Hit(Box<DebugIndex>, u64),
+    Miss,
+    /// An entry that cannot be used, and why (a one-line warning).
+    Unusable(String),
+}
+
+/// An exclusive claim on building one entry, released when dropped.
+#[derive(Debug)]
+pub struct BuildLock {
+    _lock: Option<Flock<fs::File>>,
+}
+
+impl IndexCache {
+    pub fn new(dir: PathBuf) -> IndexCache {
+        IndexCache {
+            dir,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+
+    pub fn with_max_bytes(mut self, max: u64) -> IndexCache {
+        self.max_bytes = max;
+        self
+    }
+
+    /// The directory a user's cache lives in when none is configured:
+    /// `$XDG_CACHE_HOME/strata/debug-index`, else `~/.cache/strata/debug-index`.
+    pub fn default_dir() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".cache"))
+            })?;
+        Some(base.join("strata").join("debug-index"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn entry_path(&self, key: &str) -> PathBuf {
+        self.dir.join(SUBDIR).join(format!("{key}.idx"))
+    }
+
+    /// The entry for `key`, checked (header, checksum, tables, the key it says it is,
+    /// its input files unchanged).
+    pub fn get(&self, key: &str) -> Lookup {
+        let path = self.entry_path(key);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
+            Err(e) => return Lookup::Unusable(format!("{}: {e}", path.display())),
+        };
+        let read = bytes.len() as u64;
+        match DebugIndex::open(bytes) {
+            Ok(index) if index.meta().key != key => Lookup::Unusable(format!(
+                "{}: holds {}, not {key}; rebuilding it",
+                path.display(),
+                index.meta().key
+            )),
+            Ok(index) => match index.meta().inputs.iter().find(|i| !i.unchanged()) {
+                // A reinstalled debug package: not damage, no warning.
+                Some(_) => Lookup::Miss,
+                None => {
+                    // Used: the size bound removes the least recently used entries.
+                    let now = std::time::SystemTime::now();
+                    let _ = fs::File::options()
+                        .append(true)
+                        .open(&path)
+                        .and_then(|f| f.set_modified(now));
+                    Lookup::Hit(Box::new(index), read)
+                }
+            },
+            Err(e) => Lookup::Unusable(format!("{}: {e}; rebuilding it", path.display())),
+        }
+    }
+
+    /// Waits (up to a bound) for the right to build `key`'s entry. Without a lock (the
+    /// directory cannot be written, the wait ran out) building goes ahead anyway: the
+    /// rename keeps concurrent writers safe, the lock only saves their work.
+    pub fn lock(&self, key: &str) -> BuildLock {
+        let path = self.dir.join(SUBDIR).join(format!("{key}.lock"));
+        let file = fs::create_dir_all(path.parent().unwrap_or(&self.dir))
+            .and_then(|()| {
+                fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+            })
+            .ok();
+        let Some(mut file) = file else {
+            return BuildLock { _lock: None };
+        };
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return BuildLock { _lock: Some(lock) },
+                Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                    file = f;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return BuildLock { _lock: None },
+            }
+        }
+    }
+
+    /// Writes `index` as `key`'s entry (temporary file, then rename), then trims the
+    /// cache to its size limit.
+    pub fn put(&self, key: &str, index: &DebugIndex) -> std::io::Result<()> {
+        let path = self.entry_path(key);
+        let dir = path.parent().unwrap_or(&self.dir);
+        fs::create_dir_all(dir)?;
+        let temp = dir.join(format!(
+            ".{key}.{}.{:x}.tmp",
+            std::process::id(),
+            fastrand_u64()
+        ));
+        let written = fs::File::create(&temp).and_then(|mut f| {
+            f.write_all(index.bytes())?;
+            f.sync_data()
+        });
+        if let Err(e) = written.and_then(|()| fs::rename(&temp, &path)) {
+            let _ = fs::remove_file(&temp);
+            return Err(e);
+        }
+        self.trim(dir);
+        Ok(())
+    }
+
+    /// Removes the oldest entries until the directory holds at most `max_bytes`, and
+    /// temporary files a dead writer left.
+    fn trim(&self, dir: &Path) {
+        let Ok(listing) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries = Vec::new();
+        let mut total = 0u64;
+        for e in listing.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = e.metadata() else { continue };
+            let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            if name.ends_with(".tmp") {
+                if modified.elapsed().is_ok_and(|age| age > STALE_TEMP) {
+                    let _ = fs::remove_file(e.path());
+                }
+                continue;
+            }
+            if name.ends_with(".idx") {
+                total += meta.len();
+                entries.push((modified, meta.len(), e.path()));
+            }
+        }
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= len;
+                let _ = fs::remove_file(path.with_extension("lock"));
+            }
+        }
+    }
+}
+
+/// A random number for temporary names (no dependency: the clock and the pid's address
+/// space are enough to keep two writers apart, the pid already is).
+fn fastrand_u64() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let here = &nanos as *const u64 as u64;
+    nanos ^ here.rotate_left(17)
+}
