@@ -408,14 +408,17 @@ cat several.err
     }
 }
 
-/// The daemons say what debug information cost them (`STRATA_TIMINGS`): the ranks of one
-/// binary share one load within a daemon (8 ranks, 1 daemon: each build-id indexed once),
-/// and several daemons each index what their ranks map (the 208K paper's shared-file
-/// problem this line measures: with 4 daemons, the same build-ids indexed more than once).
+/// The daemons say what debug information cost them (`STRATA_TIMINGS`), and read each
+/// binary's once per job: on a cold index cache the ranks' binaries are indexed once each
+/// however many daemons map them (one builds, the others wait and read its entry: the
+/// 208K paper's shared-file-system problem, solved), and on a warm one not at all.
 #[test]
 fn the_daemons_report_what_debug_information_cost_them() {
     let job = MpiJob::ring(8);
-    let summary = |daemons: &str| -> (u32, u32, u32, f64) {
+    let caches = tempfile::tempdir().expect("a temporary directory");
+    // (daemons, indexed, distinct build-ids, cache hits, megabytes read)
+    let summary = |daemons: &str, cache: &str| -> (u32, u32, u32, u32, f64) {
+        let cache = caches.path().join(cache);
         let out = support::strata_command(&[
             "attach",
             "--launcher-pid",
@@ -427,43 +430,55 @@ fn the_daemons_report_what_debug_information_cost_them() {
             daemons,
             "--fanout",
             "2",
+            "--debug-cache",
+            &cache.display().to_string(),
         ])
         .env("STRATA_TIMINGS", "1")
         .output()
         .expect("strata");
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{err}");
+        assert!(!err.contains("warning: debug index cache"), "{err}");
         let line = err
             .lines()
             .find_map(|l| l.strip_prefix("strata: debug info: "))
             .unwrap_or_else(|| panic!("no debug info line in {err}"));
-        // "4 daemon(s) indexed 8 binaries (2 distinct build-ids), read 16.7 MB of ..."
+        // "4 daemon(s) indexed 2 binaries (2 distinct build-ids), took 6 from the index
+        // cache, read 16.7 MB of ..."
         let numbers: Vec<f64> = line
             .split(|c: char| !(c.is_ascii_digit() || c == '.'))
             .filter_map(|w| w.trim_end_matches('.').parse().ok())
             .collect();
-        assert!(numbers.len() >= 5, "{line}");
-        (
-            numbers[0] as u32,
-            numbers[1] as u32,
-            numbers[2] as u32,
-            numbers[3],
-        )
+        assert!(numbers.len() >= 6, "{line}");
+        let n = |i: usize| numbers[i] as u32;
+        (n(0), n(1), n(2), n(3), numbers[4])
     };
-    let (daemons, indexed, distinct, megabytes) = summary("1");
+    let (daemons, indexed, distinct, hits, megabytes) = summary("1", "one");
     assert_eq!(daemons, 1);
     // The ring (embedded DWARF) and libc (libc6-dbg, a separate file) at least.
     assert!(distinct >= 2, "{distinct}");
-    assert_eq!(indexed, distinct, "one daemon indexes each binary once");
+    assert_eq!(
+        (indexed, hits),
+        (distinct, 0),
+        "cold: each binary indexed once"
+    );
     assert!(megabytes > 0.0, "libc's separate debug file was read");
-    let (daemons, indexed, distinct_4, megabytes_4) = summary("4");
+    let (daemons, indexed, distinct_4, hits, _) = summary("4", "four");
     assert_eq!(daemons, 4);
     assert_eq!(distinct_4, distinct, "the same binaries");
-    assert!(
-        indexed >= distinct_4 && indexed <= 4 * distinct_4,
-        "{indexed}"
+    assert_eq!(
+        indexed, distinct,
+        "cold, 4 daemons: each binary indexed once per job"
     );
-    assert!(megabytes_4 >= megabytes, "{megabytes_4} < {megabytes}");
+    assert_eq!(hits, 3 * distinct, "the other daemons read the entries");
+    let (_, indexed, distinct_warm, hits, megabytes_warm) = summary("4", "four");
+    assert_eq!(distinct_warm, distinct);
+    assert_eq!((indexed, hits), (0, 4 * distinct), "warm: no DWARF read");
+    // Each daemon reads the entries (libc's is smaller than its compressed debug file).
+    assert!(
+        megabytes_warm < 4.0 * megabytes,
+        "{megabytes_warm} vs {megabytes}"
+    );
     for &pid in &job.ranks {
         assert_free(pid);
     }

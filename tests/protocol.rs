@@ -664,6 +664,7 @@ fn setup(uid: u32, pid: i32) -> Action {
         })),
         share: 0,
         debug_dirs: vec![],
+        debug_cache: None,
     })
 }
 

@@ -128,6 +128,8 @@ pub struct AttachArgs {
     /// Where separate debug information lives (repeatable; default /usr/lib/debug).
     #[arg(long, value_name = "DIR")]
     pub debug_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub debug_cache: DebugCacheArgs,
     /// Print the result as JSON on standard output (the format of result.json), for
     /// scripts; no progress bar.
     #[arg(long)]
@@ -246,6 +248,33 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// Where the debug indexes built from the binaries' debug information are kept, so that
+/// each binary's is read once, not once per daemon and attach.
+#[derive(Clone, Debug, Default, Args)]
+pub struct DebugCacheArgs {
+    /// The debug index cache: a directory per user, on a shared file system to serve a
+    /// whole cluster [default: $XDG_CACHE_HOME/strata/debug-index, else
+    /// ~/.cache/strata/debug-index].
+    #[arg(long, value_name = "DIR")]
+    pub debug_cache: Option<PathBuf>,
+    /// Read every binary's debug information afresh, without the index cache.
+    #[arg(long, conflicts_with = "debug_cache")]
+    pub no_debug_cache: bool,
+}
+
+impl DebugCacheArgs {
+    /// The cache directory to use, if any.
+    pub fn dir(&self) -> Option<PathBuf> {
+        if self.no_debug_cache {
+            None
+        } else {
+            self.debug_cache
+                .clone()
+                .or_else(strata_daemon::debug_index::IndexCache::default_dir)
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DumpArgs {
     /// Process ids (several, or comma-separated).
@@ -261,6 +290,8 @@ pub struct DumpArgs {
     /// Where separate debug information lives (repeatable; default /usr/lib/debug).
     #[arg(long, value_name = "DIR")]
     pub debug_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub debug_cache: DebugCacheArgs,
 }
 
 #[derive(Debug, Args)]

@@ -3,12 +3,13 @@
 //! in the two replies a tree root receives, the rank map and the merged samples, so
 //! everything after them is one code path ([`crate::assemble`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use strata_commnode::merge::{Merged, Trees};
 use strata_daemon::agent;
 use strata_daemon::capture::Capturer;
+use strata_daemon::debug_index::IndexCache;
 use strata_daemon::discovery::{self, Selector};
 use strata_daemon::sampler::Sampler;
 use strata_daemon::symbols::{SymbolOptions, Symbolizer};
@@ -55,6 +56,10 @@ pub fn requests(req: &AttachRequest, place: &Place) -> (Setup, Sample) {
             .iter()
             .map(|d| d.to_string_lossy().into_owned())
             .collect(),
+        debug_cache: req
+            .debug_cache
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned()),
     };
     (setup, sample)
 }
@@ -242,7 +247,10 @@ pub fn serial(
     let mut timings = vec![("rank map", t0.elapsed())];
     let t = std::time::Instant::now();
     let capturer = Capturer::with_default_threads();
-    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(&req.debug_dirs)));
+    let mut sampler = Sampler::new(Symbolizer::new(symbol_options(
+        &req.debug_dirs,
+        req.debug_cache.as_deref(),
+    )));
     let options = agent::sample_options(sample);
     let interrupted = std::cell::Cell::new(None);
     let stop = || {
@@ -293,13 +301,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, AttachError> {
         .map_err(|e| AttachError::Internal(format!("cannot start the runtime: {e}")))
 }
 
-/// Debug directories from `--debug-dir`, else the system's.
-pub fn symbol_options(dirs: &[PathBuf]) -> SymbolOptions {
-    if dirs.is_empty() {
-        SymbolOptions::default()
-    } else {
-        SymbolOptions {
-            debug_dirs: dirs.to_vec(),
-        }
+/// Debug directories from `--debug-dir`, else the system's, and the index cache.
+pub fn symbol_options(dirs: &[PathBuf], cache: Option<&Path>) -> SymbolOptions {
+    let mut options = SymbolOptions::default();
+    if !dirs.is_empty() {
+        options.debug_dirs = dirs.to_vec();
     }
+    options.cache = cache.map(|dir| IndexCache::new(dir.to_path_buf()));
+    options
 }

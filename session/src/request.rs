@@ -69,6 +69,9 @@ pub struct AttachRequest {
     pub serial: bool,
     /// Where separate debug information lives.
     pub debug_dirs: Vec<PathBuf>,
+    /// The persistent cache of debug indexes the daemons read and fill (`None`: none, each
+    /// daemon indexes what it needs afresh).
+    pub debug_cache: Option<PathBuf>,
     /// Ranks whose full stacks come back with the last sample (`--rank`).
     pub stacks_of: Vec<u32>,
     /// Variables read in every rank after sampling (`--var`).
@@ -93,6 +96,7 @@ impl AttachRequest {
             tree: TreeShape::default(),
             serial: false,
             debug_dirs: Vec::new(),
+            debug_cache: strata_daemon::debug_index::IndexCache::default_dir(),
             stacks_of: Vec::new(),
             variables: Vec::new(),
             loop_variables: false,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Debug information per attach: what the daemons read and index, on a hung 32-rank Open MPI
 # ring (one binary, libc with libc6-dbg's separate debug file), with the default tree (one
-# daemon) and with --daemons 4 --fanout 2. Prints the medians of RUNS attaches (-n 1): the
+# daemon) and with --daemons 4 --fanout 2, each without the debug index cache (every
+# daemon reads DWARF), with a cold cache (a new directory per attach: one build per
+# binary per job) and with a warm one. Prints the medians of RUNS attaches (-n 1): the
 # whole attach, the binaries indexed (summed over daemons) against the distinct build-ids,
-# the bytes of debug files read, and the time spent loading them (summed over daemons).
-# The baseline for "read each binary's debug information once per job".
+# the entries taken from the cache, the bytes of debug files and cache entries read, and
+# the time spent loading them (summed over daemons).
 #
 #   bash tests/bench/debuginfo.sh [RANKS]     (32 by default; RUNS=5)
 #
@@ -20,25 +22,36 @@ cargo build -q --release -p strata-frontend --bin strata
 strata=target/release/strata
 start_ring "$RANKS"
 
-# One attach: "total_ms daemons indexed distinct megabytes load_ms".
+# One attach: "total_ms daemons indexed distinct hits megabytes load_ms".
 attach_once() {
     STRATA_TIMINGS=1 "$strata" attach --launcher-pid "$mpirun_pid" -n 1 --no-files "$@" \
         2>&1 >/dev/null | awk '
         /timing: total:/ {total = $4}
         /^strata: debug info:/ {
             line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")
-            # n: daemons indexed distinct MB ms (after the leading empty field)
-            printf "%s %s %s %s %s %s\n", total, n[2], n[3], n[4], n[5], n[6]
+            # n: daemons indexed distinct hits MB ms (after the leading empty field)
+            printf "%s %s %s %s %s %s %s\n", total, n[2], n[3], n[4], n[5], n[6], n[7]
         }'
 }
 
-printf '%-28s %9s %8s %8s %9s %8s %10s\n' tree "attach ms" daemons indexed distinct "MB read" "load ms"
+printf '%-24s %-6s %9s %8s %8s %9s %6s %8s %8s\n' tree cache "attach ms" daemons indexed \
+    distinct hits "MB read" "load ms"
 for tree in default "--daemons 4 --fanout 2"; do
     args=()
     [ "$tree" = default ] || read -ra args <<< "$tree"
-    attach_once "${args[@]}" > /dev/null # warm-up: the page cache, not strata's
-    for _ in $(seq "$RUNS"); do attach_once "${args[@]}"; done > "$work/runs"
-    col() { awk -v c="$1" '{print $c}' "$work/runs" | median; }
-    printf '%-28s %9s %8s %8s %9s %8s %10s\n' "$tree" "$(col 1)" "$(col 2)" "$(col 3)" \
-        "$(col 4)" "$(col 5)" "$(col 6)"
+    for cache in none cold warm; do
+        case $cache in
+            none) cache_args=(--no-debug-cache) ;;
+            warm) cache_args=(--debug-cache "$work/warm-cache") ;;
+        esac
+        # warm-up: the page cache (and, for "warm", the index cache)
+        [ "$cache" = cold ] || attach_once "${args[@]}" "${cache_args[@]}" > /dev/null
+        for i in $(seq "$RUNS"); do
+            [ "$cache" = cold ] && cache_args=(--debug-cache "$work/cold-cache-$tree-$i")
+            attach_once "${args[@]}" "${cache_args[@]}"
+        done > "$work/runs"
+        col() { awk -v c="$1" '{print $c}' "$work/runs" | median; }
+        printf '%-24s %-6s %9s %8s %8s %9s %6s %8s %8s\n' "$tree" "$cache" "$(col 1)" \
+            "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)" "$(col 6)" "$(col 7)"
+    done
 done

@@ -89,6 +89,7 @@ pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
         },
         serial: args.serial,
         debug_dirs: args.debug_dir,
+        debug_cache: args.debug_cache.dir(),
         stacks_of: args.rank,
         variables: args.var,
         loop_variables: args.show.progress,
@@ -250,6 +251,9 @@ pub fn run_request(
             eprintln!("strata: {line}");
         }
     }
+    for warning in debug_cache_warnings(&gathered.sampled.reply.stats) {
+        eprintln!("strata: warning: debug index cache: {warning}");
+    }
     let troubled = assembled.notes.iter().any(|(_, n)| n.error.is_some());
     Ok(if unknown_rank {
         // The result is shown and kept, but the user asked for a rank the job lacks.
@@ -356,15 +360,26 @@ fn hints(a: &Assembled, threads_shown: bool) {
     }
 }
 
+/// The daemons' index cache warnings (corrupt, foreign or unwritable entries), each once.
+pub fn debug_cache_warnings(stats: &[strata_proto::overlay::NodeStat]) -> Vec<&str> {
+    let all = stats.iter().filter(|s| s.level == 0);
+    let mut seen = std::collections::BTreeSet::new();
+    all.flat_map(|s| s.debug_cache_warnings.iter().map(String::as_str))
+        .filter(|w| seen.insert(*w))
+        .collect()
+}
+
 /// What the daemons spent on debug information (their level-0 stats), summed:
-/// `debug info: 4 daemons indexed 8 binaries (2 distinct build-ids), read 9.1 MB of debug
-/// files, 412.0 ms`. The time is summed over daemons (they work in parallel).
+/// `debug info: 4 daemons indexed 2 binaries (2 distinct build-ids), took 6 from the index
+/// cache, read 9.1 MB of debug files and indexes, 412.0 ms`. The time is summed over
+/// daemons (they work in parallel).
 pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<String> {
     let daemons: Vec<_> = stats.iter().filter(|s| s.level == 0).collect();
     if daemons.is_empty() {
         return None;
     }
     let indexed: u32 = daemons.iter().map(|s| s.debug_indexed).sum();
+    let hits: u32 = daemons.iter().map(|s| s.debug_cache_hits).sum();
     let bytes: u64 = daemons.iter().map(|s| s.debug_bytes_read).sum();
     let micros: u64 = daemons.iter().map(|s| s.debug_load_us).sum();
     let distinct: std::collections::BTreeSet<&str> = daemons
@@ -372,7 +387,7 @@ pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<S
         .flat_map(|s| s.debug_build_ids.iter().map(String::as_str))
         .collect();
     Some(format!(
-        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), read {:.1} MB of debug files, {:.1} ms summed over daemons",
+        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), took {hits} from the index cache, read {:.1} MB of debug files and indexes, {:.1} ms summed over daemons",
         daemons.len(),
         distinct.len(),
         bytes as f64 / 1e6,

@@ -140,6 +140,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
             target: Some(Target::Pids(PidList { pids: vec![] })),
             share: 0,
             debug_dirs: vec![],
+            debug_cache: None,
         },
         sample: Sample {
             samples: params.samples,

@@ -41,6 +41,7 @@ pub fn run(args: DumpArgs) -> Result<Exit, Failure> {
     let capturer = Capturer::with_default_threads();
     let mut sampler = Sampler::new(Symbolizer::new(strata_session::gather::symbol_options(
         &args.debug_dir,
+        args.debug_cache.dir().as_deref(),
     )));
     let options = CaptureOptions::default();
     let max_frames = args.max_frames.unwrap_or(DEFAULT_MAX_FRAMES);
