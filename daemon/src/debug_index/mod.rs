@@ -12,7 +12,7 @@
 //!
 //! - [`build`]: DWARF to index, agreeing with addr2line frame for frame.
 //! - [`index`]: an opened index and its lookups.
-//! - [`format`]: the byte layout.
+//! - [`format`](mod@format): the byte layout.
 //! - [`cache`]: the directory of indexes keyed by build-id, safe for concurrent daemons.
 
 pub mod build;
