@@ -58,12 +58,13 @@ fn strata_in_job(job: u32) -> usize {
         .count()
 }
 
-/// Every rank of the job runs and is not traced.
+/// Every rank of the job runs and is not traced (seen free within a second: a session
+/// still sampling the other nodes' ranks captures each for microseconds every interval).
 fn assert_ranks_free(job: &SlurmJob) {
     let ranks = job_processes(job.id, false);
     assert_eq!(ranks.len(), 8, "8 rank processes expected: {ranks:?}");
     for p in ranks {
-        target::assert_free(p.pid);
+        target::assert_free_within(p.pid, Duration::from_secs(1));
     }
 }
 

@@ -361,3 +361,23 @@ fn the_cache_keeps_within_its_size_bound() {
     assert_eq!(use_one(&c, bound).cache_hits, 1, "c kept: {left:?}");
     assert_eq!(use_one(&b, unbounded).cache_hits, 0, "b dropped: {left:?}");
 }
+
+/// A builder that holds the entry's lock and never finishes (stopped, on a hung file
+/// system) delays the others a bounded while: they then build for themselves.
+#[test]
+fn a_stuck_builder_does_not_stall_the_others() {
+    let exe = compile("nested.c", "nested-O3-g", &["-O3", "-g"]);
+    let dir = cache_dir("stuck");
+    let (first, _) = symbolize_with(&cache_dir("stuck-key"), &exe);
+    let key = entries(&build_dir().join("debug-cache").join("stuck-key"))[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(first.load_stats().indexed, 1);
+    let _held = IndexCache::new(dir.clone()).lock(&key);
+    let (sym, _) = symbolize_with(&dir, &exe);
+    let stats = sym.load_stats();
+    assert_eq!((stats.indexed, stats.cache_hits), (1, 0), "{stats:?}");
+    assert_eq!(entries(&dir).len(), 1, "and wrote its entry");
+}

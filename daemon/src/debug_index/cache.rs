@@ -24,8 +24,10 @@ use super::index::DebugIndex;
 /// The cache's default size limit.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 /// How long a daemon waits for another one building the same entry before building it
-/// itself (a builder on a hung file system must not hang every daemon).
-const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// itself: a builder that is stopped, hung on its file system or slow must not stall the
+/// others past the session's 10 s silence limit (they would be declared lost). libc's
+/// index builds in about 0.1 s.
+const LOCK_WAIT: Duration = Duration::from_secs(3);
 /// Temporary files older than this were left by a writer that died.
 const STALE_TEMP: Duration = Duration::from_secs(600);
 /// Subdirectory per format version: another strata's entries never collide with ours.
