@@ -450,6 +450,20 @@ fn the_daemons_report_what_debug_information_cost_them() {
             .filter_map(|w| w.trim_end_matches('.').parse().ok())
             .collect();
         assert!(numbers.len() >= 6, "{line}");
+        // "4 daemon(s), CPU 31.0 ms median, 40.2 ms max; peak memory ..."
+        let cost = err
+            .lines()
+            .find_map(|l| l.strip_prefix("strata: daemons: "))
+            .unwrap_or_else(|| panic!("no daemon cost line in {err}"));
+        let cost: Vec<f64> = cost
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert_eq!(cost[0], numbers[0], "the same daemons: {cost:?}");
+        assert!(
+            cost[1] > 0.0 && cost[2] >= cost[1] && cost[3] > 0.0,
+            "{cost:?}"
+        );
         let n = |i: usize| numbers[i] as u32;
         (n(0), n(1), n(2), n(3), numbers[4])
     };

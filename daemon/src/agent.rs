@@ -391,6 +391,7 @@ impl State {
             debug_build_ids: loads.build_ids,
             debug_cache_hits: loads.cache_hits,
             debug_cache_warnings: loads.cache_warnings,
+            cpu_us: own_cpu_us(),
             ..NodeStat::default()
         }
     }
@@ -805,6 +806,13 @@ impl HoldSession {
         }
         released
     }
+}
+
+/// This process's CPU time so far, all threads, user and system, microseconds.
+fn own_cpu_us() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1_000)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -480,6 +480,10 @@ pub struct NodeStat {
     pub debug_cache_hits: u32,
     #[prost(string, repeated, tag = "12")]
     pub debug_cache_warnings: Vec<String>,
+    /// A daemon's CPU time so far (user and system, microseconds): what the tree costs
+    /// each node, whatever the machine's load.
+    #[prost(uint64, tag = "13")]
+    pub cpu_us: u64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
