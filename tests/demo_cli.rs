@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{parts, strata, strata_bin};
+use support::{parts, strata, strata_bin, strata_command};
 
 /// The rank pids the demo announces on stderr: "... (pids 1,2,3) hung ...".
 fn announced_pids(stderr: &str) -> Vec<i32> {
@@ -96,4 +96,65 @@ fn demo_ranks_die_with_a_killed_strata() {
         assert!(Instant::now() < end, "demo ranks outlived strata: {pids:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The demo's ranks are strata itself, whose debug build has far more DWARF than an
+/// attach should wait to index: the first run reads it lazily and leaves the index to a
+/// detached builder; once that is done, the next run reads no DWARF at all, and shows
+/// the same tree.
+#[test]
+fn a_large_binary_is_indexed_in_the_background_for_the_next_attach() {
+    let home = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = strata_command(&["demo", "-n", "2", "--interval", "20ms"])
+            .env("XDG_CACHE_HOME", home.path())
+            .env("STRATA_TIMINGS", "1")
+            .output()
+            .unwrap();
+        let (code, out, err) = parts(&out);
+        assert_eq!(code, 0, "{out}\n{err}");
+        let debug = err
+            .lines()
+            .find(|l| l.starts_with("strata: debug info:"))
+            .unwrap_or_else(|| panic!("no debug info line: {err}"))
+            .to_string();
+        let classes = out
+            .lines()
+            .skip_while(|l| !l.contains("equivalence classes"))
+            .take_while(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        (debug, classes)
+    };
+    let (cold, cold_classes) = run();
+    // libc's index is built inline by one daemon; strata's by nobody while the demo waits.
+    assert!(
+        cold.contains("read 4 large binaries lazily"),
+        "the debug build of strata is over the inline limit: {cold}"
+    );
+    let entries = home.path().join("strata/debug-index/v1");
+    let built = |n: usize| {
+        std::fs::read_dir(&entries).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "idx"))
+                .count()
+        }) >= n
+    };
+    // The builder runs at idle priority: under a busy suite it takes its time.
+    let end = Instant::now() + Duration::from_secs(300);
+    while !built(2) {
+        assert!(
+            Instant::now() < end,
+            "strata's index never appeared in {entries:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (warm, warm_classes) = run();
+    assert!(
+        warm.contains("indexed 0 binaries") && warm.contains("took 8 from the index cache"),
+        "{warm}"
+    );
+    assert!(!warm.contains("lazily"), "{warm}");
+    assert_eq!(warm_classes, cold_classes);
+    assert_eq!(cold_classes.len(), 4, "{cold_classes:?}");
 }

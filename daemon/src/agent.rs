@@ -275,6 +275,9 @@ impl State {
             cache: cache
                 .filter(|c| !c.is_empty())
                 .map(|c| IndexCache::new(c.into())),
+            // This process is the strata binary (the daemon role).
+            builder: std::env::current_exe().ok(),
+            ..SymbolOptions::default()
         };
         if options != self.symbols {
             self.symbols = options;
@@ -391,6 +394,7 @@ impl State {
             debug_build_ids: loads.build_ids,
             debug_cache_hits: loads.cache_hits,
             debug_cache_warnings: loads.cache_warnings,
+            debug_index_deferred: loads.deferred,
             cpu_us: own_cpu_us(),
             ..NodeStat::default()
         }

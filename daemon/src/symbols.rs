@@ -59,13 +59,28 @@ pub struct SymbolOptions {
     /// Where debug indexes are kept between attaches and shared between daemons (see
     /// [`crate::debug_index`]); `None`: each symbolizer loads DWARF for itself, lazily.
     pub cache: Option<IndexCache>,
+    /// Binaries with more DWARF than this (bytes of `.debug_info` and `.debug_line`) are
+    /// not indexed while an attach waits: a full index of a large binary costs seconds
+    /// where addr2line's lazy parse of the few units the stacks hit costs milliseconds.
+    /// They are read lazily, and their index is built for the next attach by a detached
+    /// process (see [`Self::builder`]).
+    pub inline_limit: u64,
+    /// The strata binary, which builds the indexes of large binaries in a detached, idle
+    /// process (`strata index-debug-info`); `None`: large binaries are not indexed.
+    pub builder: Option<PathBuf>,
 }
+
+/// See [`SymbolOptions::inline_limit`]: libc's DWARF is about 10 MB, built into an
+/// index in about 0.15 s (release build); a debug build of strata itself has 100 MB.
+pub const INLINE_INDEX_LIMIT: u64 = 32 << 20;
 
 impl Default for SymbolOptions {
     fn default() -> SymbolOptions {
         SymbolOptions {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             cache: None,
+            inline_limit: INLINE_INDEX_LIMIT,
+            builder: None,
         }
     }
 }
@@ -147,6 +162,9 @@ pub struct LoadStats {
     pub build_ids: Vec<String>,
     /// Cache entries ignored (corrupt, foreign, unreadable) or not written, one line each.
     pub cache_warnings: Vec<String>,
+    /// Binaries over the inline limit, read lazily, their index left to a background
+    /// build (see [`SymbolOptions::inline_limit`]).
+    pub deferred: u32,
 }
 
 /// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
@@ -178,7 +196,7 @@ struct Entry {
     index: OnceLock<Option<DebugIndex>>,
     /// Keeps the image alive when the entry is keyed by its pointer, so that the address
     /// cannot be reused by another image.
-    _image: Arc<Image>,
+    image: Arc<Image>,
 }
 
 /// Which binary an image is. The build-id names a build, but stripped variants of one
@@ -344,7 +362,7 @@ impl Symbolizer {
                     id: next,
                     debug: OnceLock::new(),
                     index: OnceLock::new(),
-                    _image: image.clone(),
+                    image: image.clone(),
                 })
             })
             .clone()
@@ -377,7 +395,7 @@ impl Symbolizer {
     fn index<'e>(&self, entry: &'e Entry, image: &Image, path: &str) -> Option<&'e DebugIndex> {
         let index = entry.index.get_or_init(|| {
             let cache = self.options.cache.as_ref()?;
-            let key = format!("{}-{}", image.build_id.as_ref()?, image.data().len());
+            let key = Self::index_key(image)?;
             let started = std::time::Instant::now();
             let mut warnings = Vec::new();
             let hit = |lookup: Lookup, warnings: &mut Vec<String>| match lookup {
@@ -396,9 +414,14 @@ impl Symbolizer {
                 }
             };
             let found = hit(cache.get(&key), &mut warnings).or_else(|| {
-                let _building = cache.lock(&key);
+                let building = cache.lock(&key);
                 // Another daemon may have built it while this one waited.
                 hit(cache.get(&key), &mut warnings).or_else(|| {
+                    if self.too_large_to_index_now(entry, image, path) {
+                        drop(building);
+                        self.defer_index(cache, entry, path, &key, &mut warnings);
+                        return None;
+                    }
                     let built = self.build_index(entry, image, path, &key)?;
                     if let Err(e) = cache.put(&key, &built) {
                         warnings.push(format!("{}: not written: {e}", cache.dir().display()));
@@ -414,6 +437,83 @@ impl Symbolizer {
             found
         });
         index.as_ref()
+    }
+
+    /// Whether the entry's DWARF is over the inline limit (loading it, lazily, to know).
+    fn too_large_to_index_now(&self, entry: &Entry, image: &Image, path: &str) -> bool {
+        let debug = self.debug(entry, image, path);
+        debug
+            .dwarf
+            .as_ref()
+            .is_some_and(|d| dwarf_bytes(d) > self.options.inline_limit)
+    }
+
+    /// Leaves the index of a large binary to a detached builder, unless one is at work
+    /// on it already (it holds the entry's lock).
+    fn defer_index(
+        &self,
+        cache: &IndexCache,
+        entry: &Entry,
+        path: &str,
+        key: &str,
+        warnings: &mut Vec<String>,
+    ) {
+        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.deferred += 1;
+        drop(stats);
+        let Some(builder) = &self.options.builder else {
+            return;
+        };
+        // A builder at work on it already holds the lock (the new one would see that and
+        // exit at once, but the binary need not be handed over for nothing).
+        if cache.try_lock(key).is_none() {
+            return;
+        }
+        let request = debug_index::detached::Request {
+            builder,
+            key,
+            cache: cache.dir(),
+            debug_dirs: &self.options.debug_dirs,
+            name: path,
+        };
+        if let Err(e) = request.spawn(&entry.image) {
+            warnings.push(format!(
+                "{}: cannot start its builder: {e}",
+                builder.display()
+            ));
+        }
+    }
+
+    /// The key of `image`'s cache entry (None without a build-id).
+    pub fn index_key(image: &Image) -> Option<String> {
+        Some(format!(
+            "{}-{}",
+            image.build_id.as_ref()?,
+            image.data().len()
+        ))
+    }
+
+    /// Builds and writes the cache entry of `image` (mapped from `path`) now, whatever
+    /// its size, unless it is there already: the work of the detached builder, which
+    /// holds the entry's lock. Returns what it did, in words.
+    pub fn build_cache_entry(&self, image: &Arc<Image>, path: &str) -> Result<String, String> {
+        let cache = self
+            .options
+            .cache
+            .as_ref()
+            .ok_or("no index cache configured")?;
+        let key = Self::index_key(image).ok_or("the binary has no build-id")?;
+        if let Lookup::Hit(..) = cache.get(&key) {
+            return Ok(format!("{key}: in the cache already"));
+        }
+        let entry = self.entry(image);
+        let built = self
+            .build_index(&entry, image, path, &key)
+            .ok_or_else(|| format!("{key}: no DWARF to index"))?;
+        cache
+            .put(&key, &built)
+            .map_err(|e| format!("{}: not written: {e}", cache.dir().display()))?;
+        Ok(format!("{key}: built"))
     }
 
     /// Loads the entry's DWARF and indexes all of it (None without DWARF).
@@ -450,6 +550,12 @@ impl Symbolizer {
         stats.micros += started.elapsed().as_micros() as u64;
         index
     }
+}
+
+/// The size of what a full index reads: every unit's entries and line program.
+fn dwarf_bytes(dwarf: &gimli::Dwarf<Reader>) -> u64 {
+    use gimli::{Reader as _, Section};
+    (dwarf.debug_info.reader().len() + dwarf.debug_line.reader().len()) as u64
 }
 
 /// The debug source an index records.

@@ -381,3 +381,61 @@ fn a_stuck_builder_does_not_stall_the_others() {
     assert_eq!((stats.indexed, stats.cache_hits), (1, 0), "{stats:?}");
     assert_eq!(entries(&dir).len(), 1, "and wrote its entry");
 }
+
+/// A binary over the inline limit is not indexed while the attach waits: it is read
+/// lazily (the same answers), counted as deferred, and a detached builder at work on it
+/// (its lock marked) is not waited for.
+#[test]
+fn a_binary_over_the_inline_limit_is_read_lazily_and_its_builder_not_waited_for() {
+    let exe = compile("templates.cpp", "templates-O2-g", &["-O2", "-g"]);
+    let m = mapped(&exe);
+    let key = Symbolizer::index_key(m.image().unwrap()).unwrap();
+    let dir = cache_dir("deferred");
+    let cache = IndexCache::new(dir.clone());
+    let builder = cache.try_lock(&key).expect("a fresh cache's lock is free");
+    builder.mark_detached();
+    let sym = Symbolizer::new(SymbolOptions {
+        cache: Some(cache),
+        inline_limit: 0,
+        // No builder to start: the test stands in for it.
+        builder: None,
+        ..SymbolOptions::default()
+    });
+    let plain = symbolizer(None);
+    let addresses = code_addresses(&exe, 1);
+    // The first lookup is the one that would wait for the lock.
+    let started = std::time::Instant::now();
+    sym.symbolize(&m, addresses[0]);
+    let took = started.elapsed();
+    for &svma in &addresses {
+        assert_eq!(
+            sym.symbolize(&m, svma),
+            plain.symbolize(&m, svma),
+            "{svma:#x}"
+        );
+    }
+    let stats = sym.load_stats();
+    assert_eq!(
+        (stats.deferred, stats.indexed, stats.cache_hits),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+    assert!(entries(&dir).is_empty(), "nothing written by the daemon");
+    // The cache waits 3 s for an inline builder; this one is not waited for at all.
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "the first lookup took {took:?}"
+    );
+    // Once the builder is gone (it died, say), a daemon over the limit still only reads
+    // lazily: without a builder binary to start, nothing is written.
+    drop(builder);
+    let again = Symbolizer::new(SymbolOptions {
+        cache: Some(IndexCache::new(dir.clone())),
+        inline_limit: 0,
+        builder: None,
+        ..SymbolOptions::default()
+    });
+    again.symbolize(&m, addresses[0]);
+    assert_eq!(again.load_stats().deferred, 1);
+    assert!(entries(&dir).is_empty());
+}

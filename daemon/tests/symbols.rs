@@ -498,6 +498,7 @@ fn separate_debug_info_by_build_id() {
     let plain = Symbolizer::new(SymbolOptions {
         debug_dirs: vec![build_dir().join("empty")],
         cache: None,
+        ..SymbolOptions::default()
     });
     let ours = symbolize_main(&st, &plain);
     let m = mapping(&ours, "/libblocklib.so");
@@ -507,6 +508,7 @@ fn separate_debug_info_by_build_id() {
     let sym = Symbolizer::new(SymbolOptions {
         debug_dirs: vec![build_dir().join("empty"), debug_root],
         cache: None,
+        ..SymbolOptions::default()
     });
     let ours = symbolize_main(&st, &sym);
     assert_lib_lines(&ours);
@@ -533,6 +535,7 @@ fn separate_debug_info_by_debuglink_with_crc() {
         let sym = Symbolizer::new(SymbolOptions {
             debug_dirs: vec![build_dir().join("empty")],
             cache: None,
+            ..SymbolOptions::default()
         });
         let ours = symbolized(target.pid(), &sym);
         assert_lib_lines(&ours);
@@ -546,6 +549,7 @@ fn separate_debug_info_by_debuglink_with_crc() {
         let sym = Symbolizer::new(SymbolOptions {
             debug_dirs: vec![build_dir().join("empty")],
             cache: None,
+            ..SymbolOptions::default()
         });
         let ours = symbolized(target.pid(), &sym);
         let m = mapping(&ours, "/libblocklib.so");

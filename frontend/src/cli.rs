@@ -72,6 +72,27 @@ pub enum Command {
     /// A communication process of the tree network (started by `strata attach`, internal).
     #[command(hide = true)]
     Commnode(CommnodeArgs),
+    /// Builds the debug index of a large binary, read on stdin, into the index cache
+    /// (started by a daemon, detached, internal).
+    #[command(hide = true, name = "index-debug-info")]
+    IndexDebugInfo(IndexDebugInfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexDebugInfoArgs {
+    /// The index cache to write to.
+    #[arg(long, value_name = "DIR")]
+    pub cache: PathBuf,
+    /// The entry's key (build-id and size): its lock is taken before the binary is read,
+    /// and the binary must match it.
+    #[arg(long)]
+    pub key: String,
+    /// Where separate debug files are looked for (default: the system's).
+    #[arg(long, value_name = "DIR")]
+    pub debug_dir: Vec<PathBuf>,
+    /// The path the binary was mapped from (separate debug files are looked for next to
+    /// it); its bytes come on stdin.
+    pub name: String,
 }
 
 /// Which resource manager starts the daemons.

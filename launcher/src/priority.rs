@@ -106,6 +106,20 @@ pub fn start_raised(command: &mut std::process::Command) {
     }
 }
 
+/// Moves the calling thread to the lowest priority (`SCHED_IDLE`, nice 19), for work
+/// nobody waits on (a debug index built for the next attach): it never takes a core from
+/// the job's ranks or from strata's own sampling.
+pub fn lower_current_thread() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; param is a valid sched_param. Refusals leave
+    // the normal priority, which is still correct.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+}
+
 /// The calling thread's scheduling policy, without the reset-on-fork flag.
 pub fn current_policy() -> i32 {
     // SAFETY: pid 0 is the calling thread.

@@ -484,6 +484,10 @@ pub struct NodeStat {
     /// each node, whatever the machine's load.
     #[prost(uint64, tag = "13")]
     pub cpu_us: u64,
+    /// Binaries too large to index during the attach: read lazily this time, their index
+    /// handed to a background build for the next attach.
+    #[prost(uint32, tag = "14")]
+    pub debug_index_deferred: u32,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -308,5 +308,7 @@ pub fn symbol_options(dirs: &[PathBuf], cache: Option<&Path>) -> SymbolOptions {
         options.debug_dirs = dirs.to_vec();
     }
     options.cache = cache.map(|dir| IndexCache::new(dir.to_path_buf()));
+    // Called in the strata binary only (the serial attach, dump).
+    options.builder = std::env::current_exe().ok();
     options
 }

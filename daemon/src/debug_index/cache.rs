@@ -14,6 +14,7 @@
 
 use std::fs;
 use std::io::Write as _;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,24 @@ pub enum Lookup {
 #[derive(Debug)]
 pub struct BuildLock {
     _lock: Option<Flock<fs::File>>,
+}
+
+const DETACHED_MARK: &[u8] = b"detached\n";
+
+impl BuildLock {
+    /// Says in the lock file that its holder is a detached builder (see
+    /// [`super::detached`]): daemons do not wait for it, they read that binary lazily.
+    pub fn mark_detached(&self) {
+        if let Some(lock) = &self._lock {
+            let _ = lock.set_len(0);
+            let _ = lock.write_all_at(DETACHED_MARK, 0);
+        }
+    }
+}
+
+fn held_by_detached_builder(file: &fs::File) -> bool {
+    let mut mark = [0u8; DETACHED_MARK.len()];
+    file.read_exact_at(&mut mark, 0).is_ok() && mark == DETACHED_MARK
 }
 
 impl IndexCache {
@@ -125,33 +144,53 @@ impl IndexCache {
     }
 
     /// Waits (up to a bound) for the right to build `key`'s entry. Without a lock (the
-    /// directory cannot be written, the wait ran out) building goes ahead anyway: the
-    /// rename keeps concurrent writers safe, the lock only saves their work.
+    /// directory cannot be written, the wait ran out, or the holder is a detached builder
+    /// of a large binary, which takes long: see [`BuildLock::mark_detached`]) building
+    /// goes ahead anyway: the rename keeps concurrent writers safe, the lock only saves
+    /// their work.
     pub fn lock(&self, key: &str) -> BuildLock {
-        let path = self.dir.join(SUBDIR).join(format!("{key}.lock"));
-        let file = fs::create_dir_all(path.parent().unwrap_or(&self.dir))
-            .and_then(|()| {
-                fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(&path)
-            })
-            .ok();
-        let Some(mut file) = file else {
+        let Some(mut file) = self.lock_file(key) else {
             return BuildLock { _lock: None };
         };
         let deadline = Instant::now() + LOCK_WAIT;
         loop {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => return BuildLock { _lock: Some(lock) },
+                Ok(lock) => {
+                    // This holder builds while others wait: no detached mark.
+                    let _ = lock.set_len(0);
+                    return BuildLock { _lock: Some(lock) };
+                }
                 Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                    if held_by_detached_builder(&f) {
+                        return BuildLock { _lock: None };
+                    }
                     file = f;
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 Err(_) => return BuildLock { _lock: None },
             }
         }
+    }
+
+    /// `key`'s build lock if nobody holds it (None if somebody does, or the cache cannot
+    /// be written): for work that is pointless while another process does it.
+    pub fn try_lock(&self, key: &str) -> Option<BuildLock> {
+        let lock = Flock::lock(self.lock_file(key)?, FlockArg::LockExclusiveNonblock).ok()?;
+        Some(BuildLock { _lock: Some(lock) })
+    }
+
+    fn lock_file(&self, key: &str) -> Option<fs::File> {
+        let path = self.dir.join(SUBDIR).join(format!("{key}.lock"));
+        fs::create_dir_all(path.parent().unwrap_or(&self.dir))
+            .and_then(|()| {
+                fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+            })
+            .ok()
     }
 
     /// Writes `index` as `key`'s entry (temporary file, then rename), then trims the

@@ -14,9 +14,11 @@
 //! - [`index`]: an opened index and its lookups.
 //! - [`format`](mod@format): the byte layout.
 //! - [`cache`]: the directory of indexes keyed by build-id, safe for concurrent daemons.
+//! - [`detached`]: the builder of large binaries' indexes, in a process of its own.
 
 pub mod build;
 pub mod cache;
+pub mod detached;
 pub mod format;
 pub mod index;
 

@@ -408,12 +408,17 @@ pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<S
     let hits: u32 = daemons.iter().map(|s| s.debug_cache_hits).sum();
     let bytes: u64 = daemons.iter().map(|s| s.debug_bytes_read).sum();
     let micros: u64 = daemons.iter().map(|s| s.debug_load_us).sum();
+    let deferred: u32 = daemons.iter().map(|s| s.debug_index_deferred).sum();
+    let deferred = match deferred {
+        0 => String::new(),
+        n => format!(", read {n} large binaries lazily (their indexes built in the background)"),
+    };
     let distinct: std::collections::BTreeSet<&str> = daemons
         .iter()
         .flat_map(|s| s.debug_build_ids.iter().map(String::as_str))
         .collect();
     Some(format!(
-        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), took {hits} from the index cache, read {:.1} MB of debug files and indexes, {:.1} ms summed over daemons",
+        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), took {hits} from the index cache{deferred}, read {:.1} MB of debug files and indexes, {:.1} ms summed over daemons",
         daemons.len(),
         distinct.len(),
         bytes as f64 / 1e6,

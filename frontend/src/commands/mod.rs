@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Command::Bench(args) => bench::run(args),
         Command::BenchDaemons(args) => bench::emulate(args),
         Command::Commnode(args) => roles::commnode(args),
+        Command::IndexDebugInfo(args) => roles::index_debug_info(args),
         Command::Watch(args) => watch::run(args),
         Command::Run(args) => run::run(args),
     }

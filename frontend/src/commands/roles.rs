@@ -1,5 +1,6 @@
 //! The internal roles of the one `strata` binary: `strata daemon` and `strata commnode`,
-//! started by a launcher, never by hand. They read the session key from the environment
+//! started by a launcher, never by hand, and `strata index-debug-info`, started by a
+//! daemon. They read the session key from the environment
 //! and report failures as one line on stderr (the front end's terminal) and exit code 1.
 
 use std::net::SocketAddr;
@@ -7,7 +8,7 @@ use std::net::SocketAddr;
 use strata_proto::auth::SessionKey;
 use strata_proto::overlay::Role;
 
-use crate::cli::{CommnodeArgs, DaemonArgs};
+use crate::cli::{CommnodeArgs, DaemonArgs, IndexDebugInfoArgs};
 use crate::exit::Exit;
 use crate::failure::Failure;
 
@@ -98,5 +99,53 @@ pub fn commnode(args: CommnodeArgs) -> Result<Exit, Failure> {
             let _ = std::io::stdout().flush();
         }))
         .map_err(|e| Failure::internal(format!("commnode {index}: {e}")))?;
+    Ok(Exit::Complete)
+}
+
+/// Builds one debug index cache entry for a daemon (see
+/// `strata_daemon::debug_index::detached`): the binary on stdin, mapped from `name`.
+pub fn index_debug_info(args: IndexDebugInfoArgs) -> Result<Exit, Failure> {
+    use std::io::Read;
+    use strata_daemon::debug_index::IndexCache;
+    use strata_daemon::symbols::{SymbolOptions, Symbolizer};
+    let cache = IndexCache::new(args.cache);
+    let Some(lock) = cache.try_lock(&args.key) else {
+        eprintln!(
+            "strata: index-debug-info: {}: another process is building it",
+            args.key
+        );
+        return Ok(Exit::Complete);
+    };
+    // Daemons that miss this entry meanwhile read the binary lazily instead of waiting.
+    lock.mark_detached();
+    let mut data = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut data)
+        .map_err(|e| Failure::new(Exit::BadInput, format!("stdin: {e}")))?;
+    // The daemon waited for the binary; nobody waits for the index.
+    strata_launcher::priority::lower_current_thread();
+    let image = strata_daemon::images::Image::parse(args.name.clone(), data)
+        .map_err(|e| Failure::new(Exit::BadInput, format!("{}: {e}", args.name)))?;
+    if Symbolizer::index_key(&image).as_deref() != Some(args.key.as_str()) {
+        return Err(Failure::new(
+            Exit::BadInput,
+            format!("{}: the binary on stdin is not {}", args.name, args.key),
+        ));
+    }
+    let mut options = SymbolOptions {
+        cache: Some(cache),
+        // This is the process that builds whatever the size.
+        inline_limit: u64::MAX,
+        builder: None,
+        ..SymbolOptions::default()
+    };
+    if !args.debug_dir.is_empty() {
+        options.debug_dirs = args.debug_dir;
+    }
+    let done = Symbolizer::new(options)
+        .build_cache_entry(&std::sync::Arc::new(image), &args.name)
+        .map_err(Failure::internal)?;
+    drop(lock);
+    eprintln!("strata: index-debug-info: {done}");
     Ok(Exit::Complete)
 }
