@@ -147,6 +147,13 @@ fn a_large_binary_is_indexed_in_the_background_for_the_next_attach() {
             Instant::now() < end,
             "strata's index never appeared in {entries:?}"
         );
+        // The builder carries nothing of the daemon's environment (the session key).
+        for builder in support::processes()
+            .iter()
+            .filter(|p| p.args.get(1).is_some_and(|a| a == "index-debug-info"))
+        {
+            assert!(builder.env.is_empty(), "{:?}", builder.env.keys());
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     let (warm, warm_classes) = run();

@@ -70,8 +70,8 @@ pub struct SymbolOptions {
     pub builder: Option<PathBuf>,
 }
 
-/// See [`SymbolOptions::inline_limit`]: libc's DWARF is about 10 MB, built into an
-/// index in about 0.15 s (release build); a debug build of strata itself has 100 MB.
+/// See [`SymbolOptions::inline_limit`]: libc's DWARF is 7 MB, built into an index in
+/// about 0.15 s (release build); a debug build of strata itself has 83 MB.
 pub const INLINE_INDEX_LIMIT: u64 = 32 << 20;
 
 impl Default for SymbolOptions {
@@ -390,8 +390,10 @@ impl Symbolizer {
     }
 
     /// The entry's debug index, with a cache configured: the cache's entry if it has a
-    /// valid one, else (after waiting for any other daemon building it) built from the
-    /// DWARF and written there. None without a cache, a build-id or DWARF.
+    /// valid one, else (after waiting a bounded while for any other daemon building it)
+    /// built from the DWARF and written there. None without a cache, a build-id or DWARF,
+    /// for a large binary (see [`SymbolOptions::inline_limit`]) and while another process
+    /// still builds it: the DWARF is then read lazily.
     fn index<'e>(&self, entry: &'e Entry, image: &Image, path: &str) -> Option<&'e DebugIndex> {
         let index = entry.index.get_or_init(|| {
             let cache = self.options.cache.as_ref()?;
@@ -414,11 +416,18 @@ impl Symbolizer {
                 }
             };
             let found = hit(cache.get(&key), &mut warnings).or_else(|| {
-                let building = cache.lock(&key);
+                let Ok(building) = cache.lock(&key) else {
+                    // Another process is still building it: lazily, meanwhile.
+                    if self.too_large_to_index_now(entry, image, path) {
+                        self.count_deferred();
+                    }
+                    return None;
+                };
                 // Another daemon may have built it while this one waited.
                 hit(cache.get(&key), &mut warnings).or_else(|| {
                     if self.too_large_to_index_now(entry, image, path) {
                         drop(building);
+                        self.count_deferred();
                         self.defer_index(cache, entry, path, &key, &mut warnings);
                         return None;
                     }
@@ -448,6 +457,11 @@ impl Symbolizer {
             .is_some_and(|d| dwarf_bytes(d) > self.options.inline_limit)
     }
 
+    fn count_deferred(&self) {
+        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.deferred += 1;
+    }
+
     /// Leaves the index of a large binary to a detached builder, unless one is at work
     /// on it already (it holds the entry's lock).
     fn defer_index(
@@ -458,9 +472,6 @@ impl Symbolizer {
         key: &str,
         warnings: &mut Vec<String>,
     ) {
-        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
-        stats.deferred += 1;
-        drop(stats);
         let Some(builder) = &self.options.builder else {
             return;
         };

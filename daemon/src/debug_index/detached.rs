@@ -58,6 +58,9 @@ impl Request<'_> {
     pub fn spawn(&self, image: &Image) -> std::io::Result<()> {
         let mut child = self
             .command()
+            // Nothing of the daemon's environment: not the session key, not its role (the
+            // builder is no daemon), not the job's variables.
+            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
