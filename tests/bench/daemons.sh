@@ -10,7 +10,9 @@
 # included), peak daemon memory; and the attach's wall time, without a goal (every daemon
 # shares the same 2 cores).
 #
-#   bash tests/bench/daemons.sh [MAX]     (1024 by default; RUNS=3, RANKS_PER_DAEMON=1)
+#   bash tests/bench/daemons.sh [MAX]     (1024 by default; RUNS=3, RANKS_PER_DAEMON=1,
+#                                          MIN=64: the first daemon count, STDERR_DIR=DIR
+#                                          keeps each attach's messages)
 #
 # Needs c++ and libc6-dbg (tests/run-all.sh installs them); builds strata in release mode.
 set -euo pipefail
@@ -36,13 +38,22 @@ for i in $(seq "$total"); do
 done
 
 # One attach: "total_ms daemons indexed distinct hits megabytes cpu_median_ms cpu_max_ms
-# rss_median_mib rss_max_mib".
+# rss_median_mib rss_max_mib missing" (missing: lines naming ranks not sampled, one per
+# lost daemon or commnode).
 attach_once() {
     local daemons=$1 cache=$2
     local list
     list=$(IFS=,; echo "${pids[*]:0:$((daemons * PER))}")
+    # Exit 4 (some ranks missing: daemons that did not answer in time on 2 cores) is a
+    # result to report, not a failure of the bench.
     STRATA_TIMINGS=1 "$strata" attach --pids "$list" --daemons "$daemons" -n 1 --no-files \
-        --debug-cache "$cache" 2>&1 >/dev/null | awk '
+        --debug-cache "$cache" 2> "$work/stderr" > /dev/null || {
+        local rc=$?
+        [ "$rc" -eq 4 ] || { tail -5 "$work/stderr" >&2; return "$rc"; }
+    }
+    # STDERR_DIR=DIR keeps every attach's messages.
+    [ -z "${STDERR_DIR:-}" ] || cp "$work/stderr" "$STDERR_DIR/$daemons-$(date +%s%N).txt"
+    awk '
         /timing: total:/ {total = $4}
         /^strata: debug info:/ {
             line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")
@@ -53,21 +64,22 @@ attach_once() {
             # d: count, cpu median, cpu max, rss median, rss max
             cost = d[3] " " d[4] " " d[5] " " d[6]
         }
-        END {print total, debug, cost}'
+        /^strata: rank/ {missing++}
+        END {print total, debug, cost, missing + 0}' "$work/stderr"
 }
 
-printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s\n' daemons cache "attach ms" indexed \
-    distinct hits "MB read" "cpu med ms" "cpu max" "rss med MiB" "rss max"
-daemons=64
+printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s %8s\n' daemons cache "attach ms" indexed \
+    distinct hits "MB read" "cpu med ms" "cpu max" "rss med MiB" "rss max" "missing"
+daemons=${MIN:-64}
 while [ "$daemons" -le "$MAX" ]; do
     cold="$work/cache-cold-$daemons"
     attach_once "$daemons" "$cold" > "$work/cold"
     for _ in $(seq "$RUNS"); do attach_once "$daemons" "$cold"; done > "$work/warm"
     for cache in cold warm; do
         col() { awk -v c="$1" '{print $c}' "$work/$cache" | median; }
-        printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s\n' "$daemons" "$cache" \
+        printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s %8s\n' "$daemons" "$cache" \
             "$(col 1)" "$(col 3)" "$(col 4)" "$(col 5)" "$(col 6)" "$(col 7)" "$(col 8)" \
-            "$(col 9)" "$(col 10)"
+            "$(col 9)" "$(col 10)" "$(col 11)"
     done
     daemons=$((daemons * 2))
 done
