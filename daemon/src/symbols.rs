@@ -416,27 +416,29 @@ impl Symbolizer {
                 }
             };
             let found = hit(cache.get(&key), &mut warnings).or_else(|| {
-                let Ok(building) = cache.lock(&key) else {
-                    // Another process is still building it: lazily, meanwhile.
-                    if self.too_large_to_index_now(entry, image, path) {
-                        self.count_deferred();
+                let building = cache.lock(&key);
+                if building.is_ok() {
+                    // Another daemon may have built it while this one waited.
+                    if let Some(index) = hit(cache.get(&key), &mut warnings) {
+                        return Some(index);
+                    }
+                }
+                if self.too_large_to_index_now(entry, image, path) {
+                    self.count_deferred();
+                    // Unless a builder is at work on it already (it holds the lock).
+                    if let Ok(lock) = building {
+                        drop(lock);
+                        self.defer_index(cache, entry, path, &key, &mut warnings);
                     }
                     return None;
-                };
-                // Another daemon may have built it while this one waited.
-                hit(cache.get(&key), &mut warnings).or_else(|| {
-                    if self.too_large_to_index_now(entry, image, path) {
-                        drop(building);
-                        self.count_deferred();
-                        self.defer_index(cache, entry, path, &key, &mut warnings);
-                        return None;
-                    }
-                    let built = self.build_index(entry, image, path, &key)?;
-                    if let Err(e) = cache.put(&key, &built) {
-                        warnings.push(format!("{}: not written: {e}", cache.dir().display()));
-                    }
-                    Some(built)
-                })
+                }
+                // Another process still builds it past the wait: lazily, meanwhile.
+                let _building = building.ok()?;
+                let built = self.build_index(entry, image, path, &key)?;
+                if let Err(e) = cache.put(&key, &built) {
+                    warnings.push(format!("{}: not written: {e}", cache.dir().display()));
+                }
+                Some(built)
             });
             if !warnings.is_empty() {
                 let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
@@ -462,8 +464,8 @@ impl Symbolizer {
         stats.deferred += 1;
     }
 
-    /// Leaves the index of a large binary to a detached builder, unless one is at work
-    /// on it already (it holds the entry's lock).
+    /// Leaves the index of a large binary to a detached builder (the caller held the
+    /// entry's lock a moment ago: no builder is at work on it).
     fn defer_index(
         &self,
         cache: &IndexCache,
@@ -475,11 +477,6 @@ impl Symbolizer {
         let Some(builder) = &self.options.builder else {
             return;
         };
-        // A builder at work on it already holds the lock (the new one would see that and
-        // exit at once, but the binary need not be handed over for nothing).
-        if cache.try_lock(key).is_none() {
-            return;
-        }
         let request = debug_index::detached::Request {
             builder,
             key,

@@ -74,7 +74,7 @@ pub enum Command {
     Commnode(CommnodeArgs),
     /// Builds the debug index of a large binary, read on stdin, into the index cache
     /// (started by a daemon, detached, internal).
-    #[command(hide = true, name = "index-debug-info")]
+    #[command(hide = true, name = strata_daemon::debug_index::detached::SUBCOMMAND)]
     IndexDebugInfo(IndexDebugInfoArgs),
 }
 

@@ -1,7 +1,7 @@
 //! The detached builder: the index of a binary too large to index while an attach waits
 //! is built by a process of its own (`strata index-debug-info`), started by the daemon
-//! that first missed it, at idle priority once it has the binary, outliving that daemon, so that the next attach
-//! on the node (or on any node sharing the cache) finds it warm.
+//! that first missed it, at idle priority once it has the binary, outliving that daemon,
+//! so that the next attach on the node (or on any node sharing the cache) finds it warm.
 //!
 //! The daemon hands the binary's bytes over on the builder's stdin rather than a path:
 //! the path is the target's (another mount namespace, maybe deleted since), the bytes

@@ -1,7 +1,8 @@
-//! The internal roles of the one `strata` binary: `strata daemon` and `strata commnode`,
-//! started by a launcher, never by hand, and `strata index-debug-info`, started by a
-//! daemon. They read the session key from the environment
-//! and report failures as one line on stderr (the front end's terminal) and exit code 1.
+//! The internal roles of the one `strata` binary, never started by hand: `strata daemon`
+//! and `strata commnode`, started by a launcher, which read the session key from the
+//! environment and report failures as one line on stderr (the front end's terminal) and
+//! exit code 1; and `strata index-debug-info`, started by a daemon, detached, with no
+//! environment and no terminal.
 
 use std::net::SocketAddr;
 
