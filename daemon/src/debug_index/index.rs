@@ -1,8 +1,6 @@
 //! An opened debug index: where its DWARF came from (the meta), and lookups from an
 //! address to its source frames, read in place from the file's bytes.
 
-use std::sync::Arc;
-
 use super::format::{self, FormatError, NONE, Reader, Table, Writer};
 
 pub const STRING_SIZE: usize = 8;
@@ -112,10 +110,11 @@ struct At {
     size: usize,
 }
 
-/// A debug index, checked and ready for lookups.
-#[derive(Clone)]
+/// A debug index, checked and ready for lookups. It owns the file's bytes as read: an
+/// index is as large as its binary's DWARF (82 MB for a release build of strata), and a
+/// copy into another buffer would double the daemon's peak memory while it loads.
 pub struct DebugIndex {
-    file: Arc<[u8]>,
+    file: Vec<u8>,
     meta: Meta,
     strings: At,
     blob: At,
@@ -155,7 +154,6 @@ pub struct RawFrame<'a> {
 impl DebugIndex {
     /// Opens an index file's bytes: header, checksum, meta and every table's bounds.
     pub fn open(file: Vec<u8>) -> Result<DebugIndex, FormatError> {
-        let file: Arc<[u8]> = file.into();
         let body = format::body(&file)?;
         let base = format::HEADER_LEN;
         let mut r = Reader::new(body);
