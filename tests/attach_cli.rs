@@ -161,6 +161,33 @@ fn pids_in_rank_order_with_threads_and_rank_stacks() {
     assert_free(b.pid());
 }
 
+/// Daemons sharing the given pids each inspect their own block: a block with no usable pid
+/// does not fail the attach, its problems are told once each, and when every block fails the
+/// error counts the whole list's problems.
+#[test]
+fn daemons_sharing_the_pids_tell_each_problem_once() {
+    let a = blocked(0);
+    let gone = "2147483000";
+    let pids = format!("{gone},{}", a.pid());
+    let (code, out, err) = attach_pids(&pids, 2, &["--daemons", "2"]);
+    assert_eq!(code, 4, "rank 0 is missing: {err}");
+    assert!(out.contains("1 of 2 ranks"), "{out}");
+    assert_eq!(
+        err.matches(&format!("pid {gone}: no such process")).count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("daemon 0 on"), "told by its problem: {err}");
+    assert_free(a.pid());
+
+    let (code, _, err) = attach_pids("2147483000,2147483001,2147483002", 1, &["--daemons", "2"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("none of the given pids can be inspected (3 process(es) skipped"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_main_thread_waiting_for_its_threads_gets_a_hint() {
     let exe = target::compile("join_wait.c", "join_wait", &["-O0", "-g"]);

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::io;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use crate::procfs::{self, Pid};
@@ -242,11 +243,54 @@ fn no_tasks_message(selector: &Selector, hint: &str, problems: &[Problem]) -> St
 pub fn discover(selector: &Selector, opts: &Options) -> Result<Discovery, DiscoveryError> {
     let me = std::process::id() as Pid;
     let found = match selector {
-        Selector::Pids(pids) => serial(pids, opts, me),
+        Selector::Pids(pids) => serial(pids, 0..pids.len(), opts, me),
         Selector::Launcher(launcher) => scan(selector, opts, me, Some(*launcher))?,
         Selector::Slurm { .. } => scan(selector, opts, me, None)?,
     };
     if found.discovery.tasks.is_empty() && found.discovery.duplicates.is_empty() {
+        return Err(DiscoveryError::NoTasks {
+            selector: selector.clone(),
+            hint: found.hint,
+            problems: found.discovery.problems,
+        });
+    }
+    Ok(found.discovery)
+}
+
+/// This daemon's part of the job's tasks when `share` daemons on one host split them:
+/// daemon `index` takes the `index`-th of `share` blocks in rank order; a `share` of 0 or 1
+/// takes them all.
+///
+/// Given pids are split before they are inspected, so each daemon reads `/proc` for its own
+/// block only: inspecting the whole list and keeping a block made discovery cost every daemon
+/// the whole job. Ranks stay positions in the whole list, and a pid given twice is still
+/// reported (by the daemon whose block holds the repeat). A block with no pid at all is an
+/// empty result, not an error. A launcher's or a step's ranks can only be told apart by
+/// reading every candidate's environment, so those are found whole and then split.
+pub fn discover_share(
+    selector: &Selector,
+    opts: &Options,
+    index: u32,
+    share: u32,
+) -> Result<Discovery, DiscoveryError> {
+    if share <= 1 {
+        return discover(selector, opts);
+    }
+    let block = |n: usize| {
+        let (i, k, n) = (index as u64, share as u64, n as u64);
+        ((i * n / k).min(n) as usize)..(((i + 1) * n / k).min(n) as usize)
+    };
+    let Selector::Pids(pids) = selector else {
+        let mut found = discover(selector, opts)?;
+        found.tasks = found.tasks[block(found.tasks.len())].to_vec();
+        return Ok(found);
+    };
+    let range = block(pids.len());
+    if range.is_empty() {
+        return Ok(Discovery::default());
+    }
+    let found = serial(pids, range, opts, std::process::id() as Pid);
+    if found.discovery.tasks.is_empty() {
         return Err(DiscoveryError::NoTasks {
             selector: selector.clone(),
             hint: found.hint,
@@ -362,17 +406,21 @@ fn owner_message(uid: u32, opts: &Options) -> String {
     )
 }
 
-/// Serial mode: every named pid is a task or a problem.
-fn serial(pids: &[Pid], opts: &Options, me: Pid) -> Found {
+/// Serial mode: every named pid in `range` of the list is a task or a problem; its rank is
+/// its position in the whole list.
+fn serial(pids: &[Pid], range: Range<usize>, opts: &Options, me: Pid) -> Found {
     let mut d = Discovery::default();
-    let mut seen: HashMap<Pid, usize> = HashMap::new();
-    for (i, &pid) in pids.iter().enumerate() {
+    // Where each pid first appears, up to the end of the range (no /proc read: cheap).
+    let mut first: HashMap<Pid, usize> = HashMap::new();
+    for (i, &pid) in pids[..range.end].iter().enumerate() {
+        first.entry(pid).or_insert(i);
+    }
+    for (i, &pid) in pids.iter().enumerate().take(range.end).skip(range.start) {
         let mut problem = |m: String| d.problems.push(Problem { pid, message: m });
-        if let Some(first) = seen.get(&pid) {
+        if let Some(&first) = first.get(&pid).filter(|&&f| f < i) {
             problem(format!("given twice; kept as rank {first}"));
             continue;
         }
-        seen.insert(pid, i);
         if pid == me {
             problem("is this strata process itself".into());
             continue;

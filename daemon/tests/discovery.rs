@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid as NixPid;
 use strata_daemon::discovery::{
-    Discovery, DiscoveryError, Options, RankSource, Selector, SlurmStep, discover,
+    Discovery, DiscoveryError, Options, RankSource, Selector, SlurmStep, discover, discover_share,
 };
 use strata_daemon::procfs::{self, Pid};
 
@@ -283,6 +283,67 @@ fn serial_pids_are_ranked_in_the_order_given() {
         msgs.contains(&format!("pid {me_pid}: is this strata process itself")),
         "{msgs:?}"
     );
+}
+
+/// Daemons sharing one host's given pids inspect only their own block of the list (a pid
+/// outside it is not even read), and together they find what one daemon finds: the same
+/// ranks (positions in the whole list) and the same problems, each reported once.
+#[test]
+fn daemons_sharing_the_pids_each_inspect_their_block() {
+    let mut p = Procs::default();
+    let a = p.spawn(&mut sleeper(&[]));
+    let b = p.spawn(&mut cmd("tail", &["-f", "/dev/null"], &[]));
+    let c = p.spawn(&mut sleeper(&[]));
+    let mut gone = cmd("true", &[], &[]).spawn().unwrap();
+    let gone_pid = gone.id() as Pid;
+    gone.wait().unwrap();
+    let me_pid = std::process::id() as Pid;
+    let pids = Selector::Pids(vec![c, a, me_pid, b, a, gone_pid]);
+    let whole = discover(&pids, &me()).unwrap();
+    assert_eq!(ranks(&whole), vec![(0, c), (1, a), (3, b)]);
+    assert_eq!(whole.problems.len(), 3, "{whole:?}");
+
+    // Blocks of 6 over 3 daemons: [c, a] [me, b] [a, gone].
+    let share: Vec<_> = (0..3).map(|i| discover_share(&pids, &me(), i, 3)).collect();
+    let d0 = share[0].as_ref().unwrap();
+    assert_eq!(ranks(d0), vec![(0, c), (1, a)]);
+    assert!(d0.problems.is_empty(), "{d0:?}");
+    let d1 = share[1].as_ref().unwrap();
+    assert_eq!(ranks(d1), vec![(3, b)]);
+    let pids_of = |d: &Discovery| d.problems.iter().map(|p| p.pid).collect::<Vec<_>>();
+    assert_eq!(pids_of(d1), vec![me_pid]);
+    // The last block has no usable pid: its problems (the repeat named by its first rank,
+    // the exited pid) come with the error.
+    match &share[2] {
+        Err(DiscoveryError::NoTasks { problems, .. }) => {
+            let msgs: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+            assert_eq!(msgs.len(), 2, "{msgs:?}");
+            assert!(
+                msgs.contains(&format!("pid {a}: given twice; kept as rank 1")),
+                "{msgs:?}"
+            );
+            assert!(
+                msgs.contains(&format!(
+                    "pid {gone_pid}: no such process (it exited, or the pid is wrong)"
+                )),
+                "{msgs:?}"
+            );
+        }
+        other => panic!("expected no tasks in the last block: {other:?}"),
+    }
+    // More daemons than pids: a daemon with an empty block has nothing to report.
+    let many: Vec<_> = (0..8)
+        .map(|i| discover_share(&Selector::Pids(vec![a, b]), &me(), i, 8))
+        .collect();
+    let found: Vec<(u32, Pid)> = many
+        .iter()
+        .flat_map(|d| ranks(d.as_ref().unwrap()))
+        .collect();
+    assert_eq!(found, vec![(0, a), (1, b)]);
+    // 0 or 1 daemons: the whole list.
+    for share in [0, 1] {
+        assert_eq!(discover_share(&pids, &me(), 0, share).unwrap(), whole);
+    }
 }
 
 #[test]

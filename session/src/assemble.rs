@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use strata_commnode::merge::{Merged, Trees};
 use strata_filters::taskset::format_runs;
 use strata_filters::{Frame, IndexMap, Special, remap};
-use strata_proto::overlay::{ErrorKind, Sample, SetupReply, TaskNote};
+use strata_proto::overlay::{DaemonMap, ErrorKind, Sample, SetupReply, TaskNote};
 use strata_result::{
     JobInfo, MAX_JOB_SIZE, MissingRanks, RankInfo, ResultMeta, SamplingInfo, StrataResult,
     ThreadInfo, rfc3339,
@@ -20,8 +20,9 @@ pub fn report_problems(rank_map: &SetupReply) {
     let mut seen = BTreeSet::new();
     let any_task = rank_map.daemons.iter().any(|d| !d.tasks.is_empty());
     for d in &rank_map.daemons {
-        // A daemon that found nothing while others did (a node of the job without ranks).
-        if let (Some(e), true) = (&d.error, any_task)
+        // A daemon that found nothing while others did (a node of the job without ranks);
+        // one that lists its problems (its block of the given pids) is told by them.
+        if let (Some(e), true, true) = (&d.error, any_task, d.problems.is_empty())
             && seen.insert(e.clone())
         {
             eprintln!("strata: warning: daemon {} on {}: {e}", d.index, d.host);
@@ -55,15 +56,36 @@ pub fn nothing_found(rank_map: &SetupReply) -> Option<AttachError> {
     if any_task {
         return None;
     }
-    if let Some(d) = rank_map.daemons.iter().find(|d| d.error.is_some()) {
-        let why = d.error.clone().unwrap_or_default();
-        return Some(
-            match ErrorKind::try_from(d.error_kind).unwrap_or(ErrorKind::Internal) {
-                ErrorKind::NotFound => AttachError::NotFound(why),
-                ErrorKind::PermissionDenied => AttachError::PermissionDenied(why),
-                ErrorKind::None | ErrorKind::Internal => AttachError::Internal(why),
-            },
-        );
+    let failed: Vec<_> = rank_map
+        .daemons
+        .iter()
+        .filter(|d| d.error.is_some())
+        .collect();
+    if let Some(d) = failed.first() {
+        let kind = |d: &DaemonMap| ErrorKind::try_from(d.error_kind).unwrap_or(ErrorKind::Internal);
+        let mut why = d.error.clone().unwrap_or_default();
+        let mut kind_of_all = kind(d);
+        // Daemons sharing one host's given pids each saw a block of them: the whole story
+        // is every block's problems (the daemon's own wording, counted over all of them).
+        if failed.len() > 1 && failed.iter().all(|d| !d.problems.is_empty()) {
+            let problems: BTreeSet<&String> = failed.iter().flat_map(|d| &d.problems).collect();
+            why = format!(
+                "none of the given pids can be inspected ({} process(es) skipped; first: {})",
+                problems.len(),
+                d.problems[0]
+            );
+            if failed
+                .iter()
+                .any(|d| kind(d) != ErrorKind::PermissionDenied)
+            {
+                kind_of_all = ErrorKind::NotFound;
+            }
+        }
+        return Some(match kind_of_all {
+            ErrorKind::NotFound => AttachError::NotFound(why),
+            ErrorKind::PermissionDenied => AttachError::PermissionDenied(why),
+            ErrorKind::None | ErrorKind::Internal => AttachError::Internal(why),
+        });
     }
     let why = rank_map.missing.first().map_or_else(
         || "no daemon answered".to_string(),

@@ -40,7 +40,7 @@ pub fn rank_map(
     opts: &discovery::Options,
     share: u32,
 ) -> (SetupReply, Vec<Task>) {
-    let found = match discovery::discover(selector, opts) {
+    let found = match discovery::discover_share(selector, opts, index, share) {
         Ok(found) => found,
         Err(e) => {
             let kind = match &e {
@@ -54,17 +54,16 @@ pub fn rank_map(
                 }
                 DiscoveryError::Proc(_) => ErrorKind::Internal,
             };
-            return (failed_map(index, host, e.to_string(), kind), Vec::new());
+            let mut reply = failed_map(index, host, e.to_string(), kind);
+            // A daemon with a share of the pids saw only its block: its problems go with the
+            // error, and the front end tells the whole job's story from every daemon's.
+            if let (DiscoveryError::NoTasks { problems, .. }, true) = (&e, share > 1) {
+                reply.daemons[0].problems = problems.iter().map(|p| p.to_string()).collect();
+            }
+            return (reply, Vec::new());
         }
     };
-    let mut tasks = found.tasks;
-    if share > 1 {
-        // Daemon i of `share` on this host takes the i-th block of the tasks.
-        let n = tasks.len() as u64;
-        let (i, k) = (index as u64, share as u64);
-        let (start, end) = ((i * n / k) as usize, ((i + 1) * n / k) as usize);
-        tasks = tasks[start.min(tasks.len())..end.min(tasks.len())].to_vec();
-    }
+    let tasks = found.tasks;
     let mut executables: Vec<String> = Vec::new();
     let entries = tasks
         .iter()
