@@ -451,8 +451,8 @@ impl State {
 
     /// One capture of the main thread of the asked ranks this daemon has (all when none
     /// are named): their function names, outermost first. The sampler does the work, so a
-    /// probe stops a rank exactly as a sample does (microseconds) and never leaves it
-    /// stopped or traced.
+    /// probe stops a rank's main thread as a sample does (microseconds), leaves its other
+    /// threads running, and never leaves it stopped or traced.
     async fn probe(&mut self, p: pb::Probe, stop: Arc<AtomicBool>) -> ProbeReply {
         let wanted: Vec<Task> = if p.ranks.is_empty() {
             self.tasks.clone()
@@ -467,7 +467,7 @@ impl State {
         if wanted.is_empty() {
             return ProbeReply::default();
         }
-        let options = SampleOptions {
+        let mut options = SampleOptions {
             last_stacks: false,
             ..sample_options(&pb::Sample {
                 samples: 1,
@@ -475,6 +475,8 @@ impl State {
                 ..pb::Sample::default()
             })
         };
+        // The reply comes from the main thread alone: the others keep running.
+        options.capture.main_thread_only = true;
         let sampled = match self
             .run_sampler(wanted.clone(), options, stop, |_| {})
             .await

@@ -38,7 +38,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::IoSliceMut;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,7 @@ use nix::sys::ptrace;
 use nix::sys::uio::{RemoteIoVec, process_vm_readv};
 use nix::unistd::Pid as NixPid;
 
+use crate::maps_cache::MapsCache;
 use crate::memory::{MemoryCopy, ProcessMemory, Registers};
 use crate::procfs::{self, Mapping, Pid};
 
@@ -63,6 +64,11 @@ pub struct CaptureOptions {
     pub max_stack_bytes: usize,
     /// Rounds of "seize the threads that appeared since the last listing".
     pub max_thread_rounds: usize,
+    /// Stop only the main thread; the others keep running and are not listed. What a
+    /// watch probe needs ("in MPI or not, and where"): on a rank with many threads (an
+    /// OpenMP team, a progress thread) it stops one thread instead of all of them. When
+    /// the main thread has exited (a zombie leader) the other threads are captured.
+    pub main_thread_only: bool,
 }
 
 impl Default for CaptureOptions {
@@ -71,6 +77,7 @@ impl Default for CaptureOptions {
             stop_timeout: Duration::from_millis(200),
             max_stack_bytes: 512 * 1024,
             max_thread_rounds: 4,
+            main_thread_only: false,
         }
     }
 }
@@ -154,8 +161,9 @@ pub struct TaskCapture {
     pub pid: Pid,
     /// Main thread first, then the others by tid.
     pub threads: Vec<ThreadCapture>,
-    /// The task's mappings, read just before the stop.
-    pub maps: Vec<Mapping>,
+    /// The task's mappings, read just before the stop (or earlier, when its size has not
+    /// changed since: see [`crate::maps_cache`]).
+    pub maps: Arc<[Mapping]>,
     /// From the first interrupt to the last detach (or to the end of the capture when
     /// held): how long strata kept the task from running.
     pub stopped_for: Duration,
@@ -537,7 +545,7 @@ impl Held<'_> {
             TaskCapture {
                 pid: 0,
                 threads: vec![],
-                maps: vec![],
+                maps: Arc::from(Vec::new()),
                 stopped_for: Duration::ZERO,
             },
         );
@@ -568,6 +576,7 @@ struct WorkerState {
     /// Per task, the time its captures spent waiting for threads that did not stop in
     /// time ([`STARVED_BUDGET`]).
     starved: HashMap<Pid, Duration>,
+    maps: MapsCache,
 }
 
 impl WorkerState {
@@ -697,7 +706,7 @@ impl WorkerState {
         if leader_exited && procfs::threads(pid).map_or(0, |t| t.len()) <= 1 {
             return Err(CaptureError::Zombie(pid));
         }
-        let maps = procfs::maps(pid).unwrap_or_default();
+        let maps = self.maps.get(pid, &stat);
 
         let mut infos: HashMap<Pid, ThreadInfo> = HashMap::new();
         let mut traced: Vec<(Traced, Result<bool, ThreadError>)> = Vec::new(); // Ok(group_stopped)
@@ -724,8 +733,14 @@ impl WorkerState {
         // thread longer than this.
         let deadline = Instant::now() + stop_timeout;
 
+        let only_main = options.main_thread_only && !leader_exited;
         for round in 0..options.max_thread_rounds.max(1) {
-            let tids = match procfs::threads(pid) {
+            let listed = if only_main {
+                Ok(vec![pid])
+            } else {
+                procfs::threads(pid)
+            };
+            let tids = match listed {
                 Ok(t) => t,
                 Err(_) if round == 0 => return Err(CaptureError::NoSuchProcess(pid)),
                 Err(_) => break,

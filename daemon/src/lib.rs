@@ -38,6 +38,7 @@ pub mod capture;
 pub mod debug_index;
 pub mod discovery;
 pub mod images;
+pub mod maps_cache;
 pub mod memory;
 pub mod pmpi;
 pub mod procfs;

@@ -33,6 +33,8 @@ pub struct Stat {
     /// Start time in clock ticks after boot: with the pid, identifies a process across
     /// pid reuse.
     pub start_time: u64,
+    /// Virtual memory size in bytes (0 when the kernel shows none, as for a zombie).
+    pub vsize: u64,
 }
 
 fn parse_stat(text: &str, pid: Pid) -> io::Result<Stat> {
@@ -50,6 +52,7 @@ fn parse_stat(text: &str, pid: Pid) -> io::Result<Stat> {
         state: field(3)?.chars().next().ok_or_else(|| bad("stat", pid))?,
         ppid: field(4)?.parse().map_err(|_| bad("stat", pid))?,
         start_time: field(22)?.parse().map_err(|_| bad("stat", pid))?,
+        vsize: field(23).ok().and_then(|f| f.parse().ok()).unwrap_or(0),
     })
 }
 

@@ -176,7 +176,7 @@ pub struct Sampler {
     /// Each task's address space and the mappings it was loaded from: reused while the
     /// mappings stay the same, because loading one opens and stats every mapped file
     /// (measured: 83 opens a task a sample, most of the sampler's system time).
-    spaces: HashMap<Pid, (Vec<Mapping>, Arc<AddressSpace>)>,
+    spaces: HashMap<Pid, (Arc<[Mapping]>, Arc<AddressSpace>)>,
     /// Each task's Python interpreter, its code objects and the Python trace frames.
     python: PythonFrames,
 }
@@ -673,16 +673,17 @@ impl Sampler {
     pub fn address_space(
         &mut self,
         pid: Pid,
-        maps: &[Mapping],
+        maps: &Arc<[Mapping]>,
         live: &dyn crate::memory::MemoryReader,
     ) -> Arc<AddressSpace> {
+        // The same maps (kept by the capture's cache) or equal ones read again.
         if let Some((known, space)) = self.spaces.get(&pid)
-            && known == maps
+            && (Arc::ptr_eq(known, maps) || **known == **maps)
         {
             return space.clone();
         }
         let space = Arc::new(AddressSpace::load(pid, maps, live, &self.images));
-        self.spaces.insert(pid, (maps.to_vec(), space.clone()));
+        self.spaces.insert(pid, (maps.clone(), space.clone()));
         space
     }
 

@@ -121,6 +121,68 @@ fn spinning_threads_are_stopped_together() {
     }
 }
 
+/// What a watch probe asks for: the main thread is stopped and copied, the others keep
+/// running untraced (here they spin, so a stopped one would show as `t`).
+#[test]
+fn a_main_thread_capture_leaves_the_other_threads_running() {
+    let target = Target::of("capture_spin", &["3"]);
+    let pid = target.pid();
+    wait_for(Duration::from_secs(10), || {
+        procfs::threads(pid).unwrap().len() == 4
+    });
+    let only_main = CaptureOptions {
+        main_thread_only: true,
+        ..CaptureOptions::default()
+    };
+    let capturer = Capturer::new(1);
+    let held = capturer
+        .capture_and_hold(pid, &only_main, Duration::from_secs(30))
+        .unwrap();
+    let threads = &held.capture().threads;
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!(threads[0].info.tid, pid);
+    assert!(threads[0].snapshot.is_ok());
+    for tid in procfs::threads(pid).unwrap() {
+        let state = procfs::thread_stat(pid, tid).unwrap().state;
+        if tid == pid {
+            assert_eq!(state, 't', "the main thread is held");
+        } else {
+            assert_ne!(state, 't', "thread {tid} was stopped");
+            assert_eq!(target::tracer(pid, tid), Some(0), "thread {tid} was traced");
+        }
+    }
+    held.release().unwrap();
+    assert_free(pid);
+    // Captured and let go many times over, it is never left stopped.
+    for _ in 0..20 {
+        let r = capturer.capture(&[pid], &only_main).pop().unwrap().unwrap();
+        assert_eq!(r.threads.len(), 1);
+        assert_free(pid);
+    }
+}
+
+/// A task whose main thread has exited still has a stack to show: its other threads'.
+#[test]
+fn a_main_thread_capture_of_a_zombie_leader_captures_the_live_threads() {
+    let target = Target::of("capture_target", &["2", "exit-main"]);
+    let pid = target.pid();
+    wait_for(Duration::from_secs(10), || {
+        procfs::stat(pid).is_ok_and(|s| s.state == 'Z') && procfs::threads(pid).unwrap().len() == 3
+    });
+    let only_main = CaptureOptions {
+        main_thread_only: true,
+        ..CaptureOptions::default()
+    };
+    let r = Capturer::new(1)
+        .capture(&[pid], &only_main)
+        .pop()
+        .unwrap()
+        .unwrap();
+    let live = r.threads.iter().filter(|t| t.snapshot.is_ok()).count();
+    assert_eq!(live, 2, "{:?}", r.threads);
+    assert_free(pid);
+}
+
 #[test]
 fn real_time_signals_arriving_during_captures_are_not_lost() {
     let dir = tempfile::tempdir().unwrap();

@@ -188,6 +188,7 @@ fn read_rank(
 /// read to report.
 fn prepare(sampler: &mut Sampler, pid: Pid) {
     let Ok(maps) = procfs::maps(pid) else { return };
+    let maps = std::sync::Arc::from(maps);
     let live = ProcessMemory::new(pid);
     let space = sampler.address_space(pid, &maps, &live);
     let exe = procfs::exe(pid).map(|p| p.to_string_lossy().into_owned());
