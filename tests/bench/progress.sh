@@ -16,7 +16,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
 STRATA=$ROOT/target/release/strata
 WORK=$(mktemp -d)
-trap 'pkill -9 -f "$WORK/mpi_" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+source "$ROOT/tests/bench/kill_tree.sh"
+mpirun=
+trap 'kill_tree KILL "$mpirun"; rm -rf "$WORK"' EXIT
 mpicc -O2 -g -o "$WORK/mpi_progress" "$ROOT/daemon/tests/fixtures/mpi_progress.c"
 mpicc -O0 -g -o "$WORK/mpi_lov" "$ROOT/daemon/tests/fixtures/mpi_lov.c"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
@@ -29,7 +31,7 @@ run() {
   : > "$WORK/progress.ms"; : > "$WORK/vars.ms"; : > "$WORK/total.ms"; : > "$WORK/plain.ms"
   for _ in $(seq "$REPS"); do
     mpirun --oversubscribe -np "$np" "$@" > "$WORK/job.out" 2>&1 &
-    local mpirun=$!
+    mpirun=$!
     disown $mpirun  # no "Killed" line from bash when it is killed below
     until [ "$(grep -c '^rank .* pid' "$WORK/job.out" 2>/dev/null)" -ge "$np" ]; do sleep 0.2; done
     sleep 1.5
@@ -41,7 +43,7 @@ run() {
     timing total >> "$WORK/total.ms"
     STRATA_TIMINGS=1 "$STRATA" attach --launcher-pid $mpirun -n 1 --no-files > /dev/null 2> "$WORK/err.txt"
     timing total >> "$WORK/plain.ms"
-    kill -9 $mpirun 2>/dev/null || true; pkill -9 -f "$WORK/mpi_" 2>/dev/null || true
+    kill_tree KILL $mpirun
     while kill -0 $mpirun 2>/dev/null; do sleep 0.1; done
   done
   local vars="-"

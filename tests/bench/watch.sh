@@ -2,9 +2,11 @@
 # The strata watch benchmark, on this host with Open MPI (mpirun, oversubscribed)
 # and the project's iterative program (daemon/tests/fixtures/mpi_iter.c):
 #
-#   1. slowdown: the healthy program (2 ranks, a fixed amount of arithmetic per step) timed
-#      alone and under `strata watch` (default settings), alternately, SLOWDOWN_RUNS times
-#      each; the ratio of the means with a 95% confidence interval;
+#   1. slowdown: the healthy program (2 ranks, STEPS steps of a fixed amount of arithmetic,
+#      default 600, about 15 s) timed alone and under `strata watch` (default settings),
+#      alternately, SLOWDOWN_RUNS times each; the median of the paired ratios, and the
+#      ratio of the means with a 95% confidence interval; with the CPU time strata used
+#      (the watch and its daemon);
 #   2. detection delay: HANGS runs of 8 ranks where a random rank stops after 25 s (sleeping
 #      or spinning, alternately); the delay from the fault to the verified hang, and whether
 #      the report names the right rank;
@@ -20,10 +22,13 @@ cd "$(dirname "$0")/../.."
 HANGS=${1:-10}
 HEALTHY_MIN=${2:-30}
 RUNS=${3:-7}
+STEPS=${STEPS:-600}
 cargo build -q --release -p strata-frontend --bin strata
 strata=$PWD/target/release/strata
 work=$(mktemp -d /tmp/strata-watch-bench.XXXXXX)
-trap 'pkill -f "$work/mpi_iter" 2>/dev/null || true; rm -rf "$work"' EXIT
+source tests/bench/kill_tree.sh
+launcher=
+trap 'kill_tree TERM "$launcher"; rm -rf "$work"' EXIT
 mpicc -O1 -g daemon/tests/fixtures/mpi_iter.c -o "$work/mpi_iter"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 out=${OUT:-docs/bench/watch.jsonl}
@@ -45,17 +50,31 @@ start_job() {
 
 seconds_of() { awk '/^iterations/ {print $4}' "$work/job.out"; }
 
-echo "== slowdown: $RUNS runs alone and $RUNS under strata watch (2 ranks, 150 steps)"
+# cpu_of OUT CMD...: runs CMD (its output in OUT) in a subshell and prints the CPU seconds
+# (user + system) of CMD and the processes it waited for (the watch's daemon), from
+# bash's `times`.
+cpu_of() {
+    local out=$1
+    shift
+    ( "$@" > "$out" || true; times ) | tail -1 | awk '{
+        t = 0
+        for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] }
+        printf "%.3f", t }'
+}
+
+echo "== slowdown: $RUNS runs alone and $RUNS under strata watch (2 ranks, $STEPS steps)"
 for i in $(seq "$RUNS"); do
     for watched in false true; do
-        start_job 2 150 -1 0 sleep cpu
+        start_job 2 "$STEPS" -1 0 sleep cpu
+        cpu=0
         if [ "$watched" = true ]; then
-            "$strata" watch --launcher-pid "$launcher" --json > "$work/watch.json" 2> "$work/watch.err" || true
+            cpu=$(cpu_of "$work/watch.json" "$strata" watch --launcher-pid "$launcher" --json \
+                2> "$work/watch.err")
         fi
         wait "$launcher" || true
         s=$(seconds_of)
-        echo "{\"kind\": \"slowdown\", \"run\": $i, \"watched\": $watched, \"seconds\": $s}" >> "$out"
-        echo "  run $i watched=$watched: $s s"
+        echo "{\"kind\": \"slowdown\", \"run\": $i, \"watched\": $watched, \"steps\": $STEPS, \"seconds\": $s, \"strata_cpu_s\": $cpu}" >> "$out"
+        echo "  run $i watched=$watched: $s s (strata CPU $cpu s)"
     done
 done
 
@@ -71,9 +90,8 @@ for i in $(seq "$HANGS"); do
         > "$work/watch.json" 2> "$work/watch.err"
     code=$?
     set -e
-    kill "$launcher" 2>/dev/null || true
+    kill_tree TERM "$launcher"
     wait "$launcher" 2>/dev/null || true
-    pkill -f "$work/mpi_iter" 2>/dev/null || true
     python3 - "$out" "$work" "$i" "$rank" "$mode" "$code" <<'EOF'
 import json, re, sys
 out, work, i, rank, mode, code = sys.argv[1:]

@@ -20,9 +20,18 @@ def t95(df):
     return T95.get(df) or T95[max(k for k in T95 if k <= df)]
 
 
-alone = [l["seconds"] for l in lines if l["kind"] == "slowdown" and not l["watched"]]
-watched = [l["seconds"] for l in lines if l["kind"] == "slowdown" and l["watched"]]
+slow = [l for l in lines if l["kind"] == "slowdown"]
+alone = [l["seconds"] for l in slow if not l["watched"]]
+watched = [l["seconds"] for l in slow if l["watched"]]
 if alone and watched:
+    steps = slow[0].get("steps", 150)
+    # Each watched run follows an unwatched one: their ratio cancels the machine's drift.
+    by_run = {}
+    for l in slow:
+        by_run.setdefault(l["run"], {})[l["watched"]] = l
+    pairs = [r for r in by_run.values() if True in r and False in r]
+    ratios = [r[True]["seconds"] / r[False]["seconds"] for r in pairs]
+    cpu = [r[True]["strata_cpu_s"] / r[True]["seconds"] for r in pairs if "strata_cpu_s" in r[True]]
     ma, mw = statistics.mean(alone), statistics.mean(watched)
     # Ratio of means; its standard error by the delta method, Welch's degrees of freedom.
     va = statistics.variance(alone) / len(alone) if len(alone) > 1 else 0.0
@@ -31,12 +40,19 @@ if alone and watched:
     se = ratio * math.sqrt(va / ma**2 + vw / mw**2)
     df = max(1, min(len(alone), len(watched)) - 1)
     half = t95(df) * se
-    print("| healthy program, 2 ranks, 150 steps | mean | runs |")
+    print(f"| healthy program, 2 ranks, {steps} steps | mean | runs |")
     print("|---|---|---|")
     print(f"| alone | {ma:.3f} s (median {statistics.median(alone):.3f}) | {len(alone)} |")
     print(f"| under strata watch | {mw:.3f} s (median {statistics.median(watched):.3f}) | {len(watched)} |")
-    print(f"\nslowdown: {100 * (ratio - 1):+.2f}% (95% CI {100 * (ratio - 1 - half):+.2f}% to "
-          f"{100 * (ratio - 1 + half):+.2f}%)\n")
+    print(f"\nslowdown: median of {len(ratios)} paired runs {100 * (statistics.median(ratios) - 1):+.2f}% "
+          f"(pairs {', '.join(f'{100 * (r - 1):+.1f}%' for r in ratios)}); ratio of the means "
+          f"{100 * (ratio - 1):+.2f}% (95% CI {100 * (ratio - 1 - half):+.2f}% to "
+          f"{100 * (ratio - 1 + half):+.2f}%)")
+    if cpu:
+        print(f"\nstrata's CPU time (the watch and its daemon) per second of the watched run: median "
+              f"{1000 * statistics.median(cpu):.1f} ms ({100 * statistics.median(cpu) / 2:.2f}% of the "
+              f"2 cores the ranks use)")
+    print()
 
 hangs = [l for l in lines if l["kind"] == "hang"]
 if hangs:
