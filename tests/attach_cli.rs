@@ -435,21 +435,33 @@ cat several.err
     }
 }
 
-/// The daemons say what debug information cost them (`STRATA_TIMINGS`), and read each
-/// binary's once per job: on a cold index cache the ranks' binaries are indexed once each
-/// however many daemons map them (one builds, the others wait and read its entry: the
-/// 208K paper's shared-file-system problem, solved), and on a warm one not at all.
+/// The numbers of a line, in order (`4 daemon(s) indexed 2 binaries (2 distinct ...`).
+fn numbers_in(line: &str) -> Vec<f64> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.trim_end_matches('.').parse().ok())
+        .collect()
+}
+
+/// The daemons say what debug information cost them (`STRATA_TIMINGS`), and each binary's
+/// is read once per job (the 208K paper's shared-file-system problem, solved as its SBRS
+/// did): on a cold index cache the front end indexes the ranks' binaries once and sends
+/// the indexes down the tree, however many daemons map them, and no daemon reads DWARF or
+/// the cache; on a warm node-local cache each daemon reads the entries and the tree
+/// carries none; on a shared one (`--debug-cache-shared`) the front end reads them once
+/// and the daemons take them from the tree.
 #[test]
-fn the_daemons_report_what_debug_information_cost_them() {
+fn debug_information_is_read_once_per_job_and_sent_down_the_tree() {
     let job = MpiJob::ring(8);
     let caches = tempfile::tempdir().expect("a temporary directory");
-    // (daemons, indexed, distinct build-ids, cache hits, megabytes read)
-    let summary = |daemons: &str, cache: &str| -> (u32, u32, u32, u32, f64) {
-        let cache = caches.path().join(cache);
-        let out = support::strata_command(&[
+    // The daemons' (count, indexed, distinct build-ids, cache hits, megabytes read, taken
+    // down the tree), and the front end's (sent, indexed) when it sent any.
+    let summary = |daemons: &str, cache: &str, shared: bool| {
+        let cache = caches.path().join(cache).display().to_string();
+        let launcher = job.mpirun.id().to_string();
+        let mut args = vec![
             "attach",
             "--launcher-pid",
-            &job.mpirun.id().to_string(),
+            &launcher,
             "-n",
             "1",
             "--no-files",
@@ -458,11 +470,15 @@ fn the_daemons_report_what_debug_information_cost_them() {
             "--fanout",
             "2",
             "--debug-cache",
-            &cache.display().to_string(),
-        ])
-        .env("STRATA_TIMINGS", "1")
-        .output()
-        .expect("strata");
+            &cache,
+        ];
+        if shared {
+            args.push("--debug-cache-shared");
+        }
+        let out = support::strata_command(&args)
+            .env("STRATA_TIMINGS", "1")
+            .output()
+            .expect("strata");
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{err}");
         assert!(!err.contains("warning: debug index cache"), "{err}");
@@ -471,55 +487,77 @@ fn the_daemons_report_what_debug_information_cost_them() {
             .find_map(|l| l.strip_prefix("strata: debug info: "))
             .unwrap_or_else(|| panic!("no debug info line in {err}"));
         // "4 daemon(s) indexed 2 binaries (2 distinct build-ids), took 6 from the index
-        // cache, read 16.7 MB of ..."
-        let numbers: Vec<f64> = line
-            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter_map(|w| w.trim_end_matches('.').parse().ok())
-            .collect();
-        assert!(numbers.len() >= 6, "{line}");
+        // cache, read 16.7 MB of ..., 3.1 ms summed over daemons; took 0 down the tree"
+        let numbers = numbers_in(line);
+        assert_eq!(numbers.len(), 7, "{line}");
         // "4 daemon(s), CPU 31.0 ms median, 40.2 ms max; peak memory ..."
         let cost = err
             .lines()
             .find_map(|l| l.strip_prefix("strata: daemons: "))
             .unwrap_or_else(|| panic!("no daemon cost line in {err}"));
-        let cost: Vec<f64> = cost
-            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter_map(|w| w.parse().ok())
-            .collect();
+        let cost = numbers_in(cost);
         assert_eq!(cost[0], numbers[0], "the same daemons: {cost:?}");
         assert!(
             cost[1] > 0.0 && cost[2] >= cost[1] && cost[3] > 0.0,
             "{cost:?}"
         );
+        // "debug indexes down the tree: 4 sent, 3.9 MB; the front end read 5.6 MB of
+        // debug files and indexes and indexed 4 binaries"
+        let front = err
+            .lines()
+            .find_map(|l| l.strip_prefix("strata: debug indexes down the tree: "))
+            .map(|l| {
+                let n = numbers_in(l);
+                assert_eq!(n.len(), 4, "{l}");
+                (n[0] as u32, n[3] as u32)
+            });
         let n = |i: usize| numbers[i] as u32;
-        (n(0), n(1), n(2), n(3), numbers[4])
+        ((n(0), n(1), n(2), n(3), numbers[4], n(6)), front)
     };
-    let (daemons, indexed, distinct, hits, megabytes) = summary("1", "one");
+    let ((daemons, indexed, distinct, hits, megabytes, provided), front) =
+        summary("1", "one", false);
     assert_eq!(daemons, 1);
     // The ring (embedded DWARF) and libc (libc6-dbg, a separate file) at least.
     assert!(distinct >= 2, "{distinct}");
     assert_eq!(
-        (indexed, hits),
-        (distinct, 0),
-        "cold: each binary indexed once"
+        (indexed, hits, provided),
+        (0, 0, distinct),
+        "cold: every index came down the tree"
     );
-    assert!(megabytes > 0.0, "libc's separate debug file was read");
-    let (daemons, indexed, distinct_4, hits, _) = summary("4", "four");
+    assert_eq!(megabytes, 0.0, "the daemon read no debug file or entry");
+    let (sent, built) = front.expect("the front end sent the indexes");
+    assert!(sent >= distinct && built >= distinct, "{sent} {built}");
+    let ((daemons, indexed, distinct_4, hits, megabytes, provided), front) =
+        summary("4", "four", false);
     assert_eq!(daemons, 4);
     assert_eq!(distinct_4, distinct, "the same binaries");
     assert_eq!(
-        indexed, distinct,
-        "cold, 4 daemons: each binary indexed once per job"
+        (indexed, hits, provided, megabytes),
+        (0, 0, 4 * distinct, 0.0),
+        "cold, 4 daemons: nothing read by any daemon"
     );
-    assert_eq!(hits, 3 * distinct, "the other daemons read the entries");
-    let (_, indexed, distinct_warm, hits, megabytes_warm) = summary("4", "four");
+    assert_eq!(
+        front,
+        Some((sent, built)),
+        "the front end indexed each binary once for the 4 daemons"
+    );
+    let ((_, indexed, distinct_warm, hits, megabytes_warm, provided), front) =
+        summary("4", "four", false);
     assert_eq!(distinct_warm, distinct);
-    assert_eq!((indexed, hits), (0, 4 * distinct), "warm: no DWARF read");
-    // Each daemon reads the entries (libc's is smaller than its compressed debug file).
-    assert!(
-        megabytes_warm < 4.0 * megabytes,
-        "{megabytes_warm} vs {megabytes}"
+    assert_eq!(
+        (indexed, hits, provided),
+        (0, 4 * distinct, 0),
+        "warm: each daemon reads its node-local cache, no DWARF"
     );
+    assert!(megabytes_warm > 0.0);
+    assert_eq!(front, None, "warm: nothing goes down the tree");
+    let ((_, indexed, _, hits, megabytes, provided), front) = summary("4", "four", true);
+    assert_eq!(
+        (indexed, hits, provided, megabytes),
+        (0, 0, 4 * distinct, 0.0),
+        "a warm shared cache: read by the front end alone"
+    );
+    assert_eq!(front, Some((sent, 0)), "read from the cache, not built");
     for &pid in &job.ranks {
         assert_free(pid);
     }

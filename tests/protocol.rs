@@ -665,6 +665,7 @@ fn setup(uid: u32, pid: i32) -> Action {
         share: 0,
         debug_dirs: vec![],
         debug_cache: None,
+        debug_cache_shared: false,
     })
 }
 

@@ -13,8 +13,8 @@ use strata_filters::places::{self, Places};
 use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
-    Done, HoldReply, Missing, ProbeReply, ReadMemoryReply, SampleReply, SetupReply, StacksReply,
-    TaskNote, VariablesReply,
+    Done, HoldReply, MAX_WANTS, Missing, ProbeReply, ReadMemoryReply, SampleReply, SetupReply,
+    StacksReply, TaskNote, VariablesReply,
 };
 
 use crate::children::Answer;
@@ -37,6 +37,7 @@ pub fn merge_setup(
 ) -> (SetupReply, Vec<(u32, Option<u32>)>) {
     let mut out = SetupReply::default();
     let mut counts = Vec::with_capacity(answers.len());
+    let mut wanted = std::collections::HashSet::new();
     for (i, a) in answers {
         match decode::<SetupReply>(a) {
             Ok(r) => {
@@ -44,6 +45,12 @@ pub fn merge_setup(
                 counts.push((*i, u32::try_from(n).ok()));
                 out.daemons.extend(r.daemons);
                 out.missing.extend(r.missing);
+                // Each index once per subtree, as a frame goes up once.
+                for want in r.wants {
+                    if out.wants.len() < MAX_WANTS && wanted.insert(want.key.clone()) {
+                        out.wants.push(want);
+                    }
+                }
             }
             Err(reason) => {
                 counts.push((*i, None));

@@ -188,7 +188,7 @@ pub async fn run(
                 send_reply(&up, cmd.id, &merge::merge_hold(&answers)).await
             }
             Action::ReadMemory(_) => send_reply(&up, cmd.id, &merge::merge_read(&answers)).await,
-            Action::Detach(_) => {
+            Action::Detach(_) | Action::Provide(_) => {
                 send_reply(&up, cmd.id, &merge::merge_done(&answers, &describe)).await
             }
             Action::Shutdown(_) => {

@@ -32,6 +32,7 @@ use crate::sampler::{LastStacks, SampleOptions, Sampled, Sampler};
 use crate::symbols::{SymbolOptions, Symbolizer};
 use crate::variables::{self, VariableCache};
 
+mod provided;
 mod replies;
 
 use replies::{failed_map, failed_sample, history};
@@ -142,30 +143,18 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), AgentError> {
                 let reply = state.read_memory(r).await;
                 send_reply(&up, id, &reply).await
             }
+            Action::Provide(p) => {
+                state.provide(p);
+                send_reply(&up, id, &done()).await
+            }
             Action::Detach(_) => {
                 state.release().await;
                 stop.store(false, Ordering::SeqCst);
-                send_reply(
-                    &up,
-                    id,
-                    &Done {
-                        daemons: 1,
-                        missing: vec![],
-                    },
-                )
-                .await
+                send_reply(&up, id, &done()).await
             }
             Action::Shutdown(_) => {
                 state.release().await;
-                let _ = send_reply(
-                    &up,
-                    id,
-                    &Done {
-                        daemons: 1,
-                        missing: vec![],
-                    },
-                )
-                .await;
+                let _ = send_reply(&up, id, &done()).await;
                 // Exit once the parent has the reply and closes the link (at most 2 s):
                 // exiting at once could cut the reply off.
                 let closed = async { while let Some(Some(_)) = queue.recv().await {} };
@@ -179,6 +168,14 @@ pub async fn run(place: Place, key: SessionKey) -> Result<(), AgentError> {
     }
     state.release().await;
     Ok(())
+}
+
+/// This daemon's answer to a command that returns nothing but that it was carried out.
+fn done() -> Done {
+    Done {
+        daemons: 1,
+        missing: vec![],
+    }
 }
 
 /// Each task's path in a tree of single samples (outermost frame first): from the root,
@@ -245,6 +242,10 @@ struct State {
     /// Per task, the stacks of its last successful sample.
     last: Vec<Option<LastStacks>>,
     hold: Option<HoldSession>,
+    /// Debug indexes asked for at setup, arriving down the tree.
+    incoming: provided::Incoming,
+    /// Pieces of them refused, one line each (reported with the debug statistics).
+    provide_warnings: Vec<String>,
 }
 
 impl State {
@@ -259,13 +260,15 @@ impl State {
             capturer: Arc::new(capturer),
             last: Vec::new(),
             hold: None,
+            incoming: provided::Incoming::default(),
+            provide_warnings: Vec::new(),
         }
     }
 
     /// The setup's `--debug-dir`s, if it names any, and its debug-index cache: the
     /// caches start over when they change (the DWARF found so far may not be what they
     /// hold). No directory named keeps the current ones.
-    fn use_symbols(&mut self, dirs: &[String], cache: Option<&str>) {
+    fn use_symbols(&mut self, dirs: &[String], cache: Option<&str>, shared: bool) {
         let options = SymbolOptions {
             debug_dirs: if dirs.is_empty() {
                 self.symbols.debug_dirs.clone()
@@ -274,7 +277,7 @@ impl State {
             },
             cache: cache
                 .filter(|c| !c.is_empty())
-                .map(|c| IndexCache::new(c.into())),
+                .map(|c| IndexCache::new(c.into()).shared(shared)),
             // This process is the strata binary (the daemon role).
             builder: std::env::current_exe().ok(),
             ..SymbolOptions::default()
@@ -301,7 +304,11 @@ impl State {
             uid: s.uid,
             ..discovery::Options::for_current_process()
         };
-        self.use_symbols(&s.debug_dirs, s.debug_cache.as_deref());
+        self.use_symbols(
+            &s.debug_dirs,
+            s.debug_cache.as_deref(),
+            s.debug_cache_shared,
+        );
         let (index, host, share) = (self.index, self.host.clone(), s.share);
         let joined = tokio::task::spawn_blocking(move || {
             // A job's tasks may not be visible yet right after it started (srun launches
@@ -321,12 +328,42 @@ impl State {
         })
         .await;
         match joined {
-            Ok((reply, tasks)) => {
+            Ok((mut reply, tasks)) => {
                 self.last = vec![None; tasks.len()];
                 self.tasks = tasks;
+                reply.wants = self.index_wants().await;
                 reply
             }
             Err(e) => self.failed_setup(e.to_string(), ErrorKind::Internal),
+        }
+    }
+
+    /// The debug indexes this daemon's tasks need and it lacks, for the front end to send
+    /// down the tree (see `Symbolizer::wants_index`).
+    async fn index_wants(&mut self) -> Vec<pb::IndexWant> {
+        let pids: Vec<Pid> = self.tasks.iter().map(|t| t.pid).collect();
+        let wants = self
+            .with_caches(move |caches, _| caches.sampler.index_wants(&pids))
+            .await
+            .unwrap_or_default();
+        self.incoming = provided::Incoming::expecting(wants.iter().map(|(k, _)| k.clone()));
+        wants
+            .into_iter()
+            .map(|(key, path)| pb::IndexWant { key, path })
+            .collect()
+    }
+
+    /// One piece of a debug index from the tree: once whole and checked, the symbolizer
+    /// uses it instead of reading the file system.
+    fn provide(&mut self, piece: pb::Provide) {
+        match self.incoming.piece(piece) {
+            Ok(Some(index)) => {
+                if let Some(caches) = &self.caches {
+                    caches.sampler.symbolizer().provide(index);
+                }
+            }
+            Ok(None) => {}
+            Err(why) => self.provide_warnings.push(why),
         }
     }
 
@@ -393,7 +430,12 @@ impl State {
             debug_load_us: loads.micros,
             debug_build_ids: loads.build_ids,
             debug_cache_hits: loads.cache_hits,
-            debug_cache_warnings: loads.cache_warnings,
+            debug_cache_warnings: loads
+                .cache_warnings
+                .into_iter()
+                .chain(self.provide_warnings.iter().cloned())
+                .collect(),
+            debug_provided: loads.provided,
             debug_index_deferred: loads.deferred,
             cpu_us: own_cpu_us(),
             ..NodeStat::default()
@@ -836,7 +878,7 @@ mod tests {
             .expect("a runtime");
         runtime.block_on(async {
             let mut state = State::new(0, "here".into(), Capturer::new(1));
-            state.use_symbols(&["/opt/job/debug".to_string()], None);
+            state.use_symbols(&["/opt/job/debug".to_string()], None, false);
             let dirs = vec![PathBuf::from("/opt/job/debug")];
             let debug_dirs = |state: &State| {
                 let caches = state.caches.as_ref().expect("caches back after the work");

@@ -165,6 +165,8 @@ pub struct LoadStats {
     /// Binaries over the inline limit, read lazily, their index left to a background
     /// build (see [`SymbolOptions::inline_limit`]).
     pub deferred: u32,
+    /// Debug indexes received down the tree ([`Symbolizer::provide`]) and used.
+    pub provided: u32,
 }
 
 /// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
@@ -217,6 +219,8 @@ pub struct Symbolizer {
     results: RwLock<HashMap<(u32, u64), Frames>>,
     loads: AtomicUsize,
     load_stats: Mutex<LoadStats>,
+    /// Debug indexes received down the tree, by cache key, until a binary asks for one.
+    provided: Mutex<HashMap<String, DebugIndex>>,
 }
 
 impl fmt::Debug for Symbolizer {
@@ -237,7 +241,40 @@ impl Symbolizer {
             results: RwLock::new(HashMap::new()),
             loads: AtomicUsize::new(0),
             load_stats: Mutex::new(LoadStats::default()),
+            provided: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The cache key of `image`'s debug index when this daemon would have to read it from
+    /// a file system: a cache is configured, the binary has a build-id, its index is not
+    /// loaded or provided here yet, and the cache has no entry for it or lives on a
+    /// network file system. The front end reads such indexes once and sends them down the
+    /// tree ([`Self::provide`]), as STAT's SBRS sent the binaries.
+    pub fn wants_index(&self, image: &Arc<Image>) -> Option<String> {
+        let cache = self.options.cache.as_ref()?;
+        let key = Self::index_key(image)?;
+        let provided = self.provided.lock().unwrap_or_else(|e| e.into_inner());
+        if provided.contains_key(&key) || self.entry(image).index.get().is_some() {
+            return None;
+        }
+        (!cache.has(&key) || !cache.is_node_local()).then_some(key)
+    }
+
+    /// A debug index received down the tree, used instead of the cache's entry or the
+    /// DWARF when a binary with its key is symbolized (written to a node-local cache that
+    /// lacks it, for the next attach).
+    pub fn provide(&self, index: DebugIndex) {
+        let key = index.meta().key.clone();
+        let mut provided = self.provided.lock().unwrap_or_else(|e| e.into_inner());
+        provided.insert(key, index);
+    }
+
+    /// The bytes of `image`'s debug index (mapped from `path`), from the cache or built
+    /// now and written there, as [`Self::symbolize`] would get it: what the front end sends
+    /// down the tree. None where symbolization would have no index either.
+    pub fn index_bytes(&self, image: &Arc<Image>, path: &str) -> Option<Vec<u8>> {
+        let entry = self.entry(image);
+        self.index(&entry, image, path).map(|i| i.bytes().to_vec())
     }
 
     /// Where it looks for separate debug files.
@@ -415,6 +452,9 @@ impl Symbolizer {
                     None
                 }
             };
+            if let Some(index) = self.take_provided(cache, &key, image, &mut warnings) {
+                return Some(index);
+            }
             let found = hit(cache.get(&key), &mut warnings).or_else(|| {
                 let building = cache.lock(&key);
                 if building.is_ok() {
@@ -448,6 +488,34 @@ impl Symbolizer {
             found
         });
         index.as_ref()
+    }
+
+    /// The index provided for `key`, if one was, counted as such; written to a node-local
+    /// cache that has no entry for it (nobody else writing it), so that the next attach
+    /// there needs no tree.
+    fn take_provided(
+        &self,
+        cache: &IndexCache,
+        key: &str,
+        image: &Image,
+        warnings: &mut Vec<String>,
+    ) -> Option<DebugIndex> {
+        let index = self
+            .provided
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key)?;
+        if cache.is_node_local()
+            && !cache.has(key)
+            && let Some(_lock) = cache.try_lock(key)
+            && let Err(e) = cache.put(key, &index)
+        {
+            warnings.push(format!("{}: not written: {e}", cache.dir().display()));
+        }
+        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.provided += 1;
+        stats.build_ids.extend(image.build_id.clone());
+        Some(index)
     }
 
     /// Whether the entry's DWARF is over the inline limit (loading it, lazily, to know).
@@ -1052,92 +1120,4 @@ fn finish(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn demangles_cpp_without_return_types() {
-        assert_eq!(
-            demangle("_ZN6SorterIiE3runEi", Some(gimli::DW_LANG_C_plus_plus)),
-            "Sorter<int>::run(int)"
-        );
-        // By shape, without DWARF's language: template functions lose their return type.
-        assert_eq!(demangle("_Z3maxIiET_S0_S0_", None), "max<int>(int, int)",);
-        // Not mangled, or not validly: unchanged.
-        assert_eq!(demangle("_Zgarbage", None), "_Zgarbage");
-        assert_eq!(demangle("main", Some(gimli::DW_LANG_C_plus_plus)), "main");
-    }
-
-    #[test]
-    fn demangles_rust_without_hash() {
-        let legacy = "_ZN4core3fmt5write17h0123456789abcdefE";
-        assert_eq!(demangle(legacy, None), "core::fmt::write");
-        assert_eq!(
-            demangle(legacy, Some(gimli::DW_LANG_Rust)),
-            "core::fmt::write"
-        );
-        let v0 = "_RNvCs1234_7mycrate3foo";
-        assert_eq!(demangle(v0, None), "mycrate::foo");
-    }
-
-    #[test]
-    fn fortran_module_procedures_read_as_paths_and_externals_stay() {
-        assert_eq!(demangle("__mymod_MOD_solve", None), "mymod::solve");
-        assert_eq!(
-            demangle("__mymod_MOD_solve", Some(gimli::DW_LANG_Fortran90)),
-            "mymod::solve"
-        );
-        for kept in [
-            "mpi_barrier_",
-            "pmpi_barrier_",
-            "solve_",
-            "MAIN__",
-            "PMPI_Barrier",
-        ] {
-            assert_eq!(demangle(kept, None), kept);
-        }
-        // Not gfortran's shape.
-        assert_eq!(demangle("__MOD_x", None), "__MOD_x");
-        assert_eq!(demangle("__a_MOD_", None), "__a_MOD_");
-    }
-
-    #[test]
-    fn build_id_paths_split_the_first_byte() {
-        let p = build_id_paths(&[PathBuf::from("/d")], &[0xab, 0xcd, 0x01], ".debug");
-        assert_eq!(p, vec![PathBuf::from("/d/.build-id/ab/cd01.debug")]);
-        assert!(build_id_paths(&[PathBuf::from("/d")], &[], ".debug").is_empty());
-    }
-
-    #[test]
-    fn garbage_debug_files_are_errors() {
-        assert!(parse_debug_object(b"").is_err());
-        assert!(parse_debug_object(b"\x7fELF\x02\x01\x01junk").is_err());
-        // An ELF file without DWARF (this test binary is built with debug info only in
-        // some profiles, so use a header-only prefix of it: it must not panic).
-        let mut me = std::fs::read("/proc/self/exe").unwrap();
-        me.truncate(4096);
-        let _ = parse_debug_object(&me);
-    }
-
-    #[test]
-    fn symbolizer_is_send_and_sync() {
-        fn check<T: Send + Sync>() {}
-        check::<Symbolizer>();
-    }
-
-    #[test]
-    fn short_dwarf_names_get_their_path_from_the_symbol_table() {
-        assert_eq!(
-            qualified("strata_frontend::demo::rank_main", "rank_main").as_deref(),
-            Some("strata_frontend::demo::rank_main")
-        );
-        assert_eq!(
-            qualified("Sorter<int>::run(int)", "run").as_deref(),
-            Some("Sorter<int>::run(int)")
-        );
-        assert_eq!(qualified("main", "main"), None);
-        assert_eq!(qualified("a::rerun", "run"), None);
-        assert_eq!(qualified("a::run_fast", "run"), None);
-        assert_eq!(qualified("x::y", "a::y"), None);
-    }
-}
+mod tests;

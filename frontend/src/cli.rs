@@ -151,6 +151,12 @@ pub struct AttachArgs {
     pub debug_dir: Vec<PathBuf>,
     #[command(flatten)]
     pub debug_cache: DebugCacheArgs,
+    /// The cache is on a file system the nodes share, though strata does not recognize
+    /// it as one (NFS, Lustre, GPFS, BeeGFS, Ceph, ... it does): each binary's index is
+    /// then read once by the front end and sent down the tree instead of read by every
+    /// daemon.
+    #[arg(long, conflicts_with = "no_debug_cache")]
+    pub debug_cache_shared: bool,
     /// Print the result as JSON on standard output (the format of result.json), for
     /// scripts; no progress bar.
     #[arg(long)]

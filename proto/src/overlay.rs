@@ -201,7 +201,7 @@ pub struct Command {
     /// the children that did not answer in time as missing.
     #[prost(uint64, tag = "2")]
     pub timeout_ms: u64,
-    #[prost(oneof = "CommandAction", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
+    #[prost(oneof = "CommandAction", tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13")]
     pub action: Option<CommandAction>,
 }
 
@@ -240,6 +240,10 @@ pub enum CommandAction {
     /// read; reply [`VariablesReply`] (`--var`, loop-order variables).
     #[prost(message, tag = "12")]
     ReadVariables(ReadVariables),
+    /// A piece of a debug index some daemons asked for in their [`SetupReply::wants`],
+    /// read once by the front end and sent down the tree (STAT's SBRS); reply [`Done`].
+    #[prost(message, tag = "13")]
+    Provide(Provide),
 }
 
 /// The oneof's former home, now an alias (see [`up`]).
@@ -266,6 +270,10 @@ pub struct Setup {
     /// front end resolves the default); absent or empty: no cache.
     #[prost(string, optional, tag = "7")]
     pub debug_cache: Option<String>,
+    /// The cache is on a file system the nodes share (`--debug-cache-shared`): daemons
+    /// take its indexes from the tree rather than each reading them.
+    #[prost(bool, tag = "8")]
+    pub debug_cache_shared: bool,
 }
 
 /// [`Setup::target`], at the parent's level for the reason given at [`UpKind`].
@@ -311,7 +319,42 @@ pub struct SetupReply {
     /// Daemons (or whole subtrees) that did not answer: their ranks are unknown.
     #[prost(message, repeated, tag = "2")]
     pub missing: Vec<Missing>,
+    /// The debug indexes the subtree's daemons would otherwise read or build from their
+    /// own file systems, each key once (at most [`MAX_WANTS`]).
+    #[prost(message, repeated, tag = "3")]
+    pub wants: Vec<IndexWant>,
 }
+
+/// Most [`SetupReply::wants`] a reply carries: a job maps a few dozen distinct binaries.
+pub const MAX_WANTS: usize = 1024;
+
+/// A debug index a daemon lacks: its cache key (build-id and size) and the binary's path
+/// on the daemon's node, which the front end opens to see whether it has the same binary.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct IndexWant {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(string, tag = "2")]
+    pub path: String,
+}
+
+/// Bytes `offset..offset + data.len()` of the debug index `key` (`total` bytes in all),
+/// sent in order; a daemon that did not want it ignores it.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Provide {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(uint64, tag = "2")]
+    pub total: u64,
+    #[prost(uint64, tag = "3")]
+    pub offset: u64,
+    #[prost(bytes = "vec", tag = "4")]
+    pub data: Vec<u8>,
+}
+
+/// The largest debug index sent down the tree: larger ones are left to each daemon (read
+/// lazily, indexed in the background; see the daemon's `SymbolOptions::inline_limit`).
+pub const MAX_PROVIDED: u64 = 256 << 20;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct DaemonMap {
@@ -488,6 +531,9 @@ pub struct NodeStat {
     /// handed to a background build for the next attach.
     #[prost(uint32, tag = "14")]
     pub debug_index_deferred: u32,
+    /// Debug indexes received down the tree instead of read from the file system.
+    #[prost(uint32, tag = "15")]
+    pub debug_provided: u32,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -3,16 +3,14 @@
 //! in the two replies a tree root receives, the rank map and the merged samples, so
 //! everything after them is one code path ([`crate::assemble`]).
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use strata_commnode::merge::{Merged, Trees};
 use strata_daemon::agent;
 use strata_daemon::capture::Capturer;
-use strata_daemon::debug_index::IndexCache;
 use strata_daemon::discovery::{self, Selector};
 use strata_daemon::sampler::Sampler;
-use strata_daemon::symbols::{SymbolOptions, Symbolizer};
+use strata_daemon::symbols::Symbolizer;
 use strata_filters::PrefixTree;
 use strata_launcher::Launcher;
 use strata_launcher::local::LocalLauncher;
@@ -60,6 +58,7 @@ pub fn requests(req: &AttachRequest, place: &Place) -> (Setup, Sample) {
             .debug_cache
             .as_ref()
             .map(|d| d.to_string_lossy().into_owned()),
+        debug_cache_shared: req.debug_cache_shared,
     };
     (setup, sample)
 }
@@ -282,6 +281,7 @@ pub fn serial(
         variables: None,
         verdict_only: Vec::new(),
         timings,
+        provided: Default::default(),
     })))
 }
 
@@ -301,14 +301,4 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, AttachError> {
         .map_err(|e| AttachError::Internal(format!("cannot start the runtime: {e}")))
 }
 
-/// Debug directories from `--debug-dir`, else the system's, and the index cache.
-pub fn symbol_options(dirs: &[PathBuf], cache: Option<&Path>) -> SymbolOptions {
-    let mut options = SymbolOptions::default();
-    if !dirs.is_empty() {
-        options.debug_dirs = dirs.to_vec();
-    }
-    options.cache = cache.map(|dir| IndexCache::new(dir.to_path_buf()));
-    // Called in the strata binary only (the serial attach, dump).
-    options.builder = std::env::current_exe().ok();
-    options
-}
+pub use crate::provide::symbol_options;

@@ -8,6 +8,8 @@
 //! * [`root`]: the root of the tree network ([`Session`]): it launches the commnodes level by
 //!   level and the daemons in one launch, drives the commands with deadlines, and merges its
 //!   children's replies, keeping the trees it built;
+//! * [`provide`]: debug indexes read once by the front end and sent down the tree to the
+//!   daemons that lack them;
 //! * [`assemble`]: the one remap to MPI rank order and the result;
 //! * [`error`]: why an attach produced nothing ([`AttachError`]).
 //!
@@ -22,6 +24,7 @@ pub mod error;
 pub mod gather;
 pub mod local_jobs;
 pub mod place;
+pub mod provide;
 pub mod request;
 pub mod root;
 

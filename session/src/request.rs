@@ -72,6 +72,8 @@ pub struct AttachRequest {
     /// The persistent cache of debug indexes the daemons read and fill (`None`: none, each
     /// daemon indexes what it needs afresh).
     pub debug_cache: Option<PathBuf>,
+    /// The cache is on a file system the nodes share (see `IndexCache::shared`).
+    pub debug_cache_shared: bool,
     /// Ranks whose full stacks come back with the last sample (`--rank`).
     pub stacks_of: Vec<u32>,
     /// Variables read in every rank after sampling (`--var`).
@@ -97,6 +99,7 @@ impl AttachRequest {
             serial: false,
             debug_dirs: Vec::new(),
             debug_cache: strata_daemon::debug_index::IndexCache::default_dir(),
+            debug_cache_shared: false,
             stacks_of: Vec::new(),
             variables: Vec::new(),
             loop_variables: false,

@@ -8,6 +8,7 @@
 //! two samples and detach, and the session ends with [`Outcome::Interrupted`].
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ use strata_proto::overlay::{
     VariableRequest, VariablesReply, command::Action,
 };
 use tokio::time::Instant;
+
+use crate::provide;
 
 /// What the session is asked to do.
 #[derive(Clone, Debug)]
@@ -60,6 +63,8 @@ pub struct Gathered {
     pub verdict_only: Vec<VariableRequest>,
     /// Per phase, wall time.
     pub timings: Vec<(&'static str, Duration)>,
+    /// The debug indexes the front end sent down the tree.
+    pub provided: provide::Sent,
 }
 
 /// Why a session could not produce anything.
@@ -103,6 +108,7 @@ pub async fn run(
             }
         }
     }
+    let provided = session.provided.clone();
     let (rank_map, timings, interrupted) = session.close().await;
     if let Some(sig) = interrupted {
         return Ok(Outcome::Interrupted(sig));
@@ -114,6 +120,7 @@ pub async fn run(
         variables,
         verdict_only: Vec::new(),
         timings,
+        provided,
     })))
 }
 
@@ -163,6 +170,8 @@ pub struct Session {
     pub rank_map: SetupReply,
     /// Per phase, wall time (a phase run twice appears twice).
     pub timings: Vec<(&'static str, Duration)>,
+    /// The debug indexes sent down the tree after setup.
+    pub provided: provide::Sent,
 }
 
 impl std::fmt::Debug for Session {
@@ -260,6 +269,7 @@ impl Session {
             next_id: 1,
             rank_map: SetupReply::default(),
             timings: Vec::new(),
+            provided: provide::Sent::default(),
         };
 
         session
@@ -346,6 +356,9 @@ impl Session {
         timings.push(("rank map", t.elapsed()));
         session.rank_map = rank_map;
         session.counts = counts;
+        let t = std::time::Instant::now();
+        session.provide_indexes(&plan.setup).await;
+        timings.push(("debug indexes", t.elapsed()));
         session.timings = timings;
         if let Some(sig) = session.stopped() {
             return Ok(Opened::Interrupted(
@@ -551,6 +564,34 @@ impl Session {
         sig
     }
 
+    /// Sends down the tree the debug indexes the daemons named at setup (see
+    /// [`crate::provide`]); a piece that does not arrive costs only the time it waited: that
+    /// daemon reads the file system instead.
+    async fn provide_indexes(&mut self, setup: &Setup) {
+        let wants = std::mem::take(&mut self.rank_map.wants);
+        if wants.is_empty() || self.stopped().is_some() {
+            return;
+        }
+        self.bar
+            .phase("reading debug information once for the tree");
+        let dirs: Vec<std::path::PathBuf> = setup.debug_dirs.iter().map(Into::into).collect();
+        let options = provide::symbol_options(&dirs, setup.debug_cache.as_deref().map(Path::new));
+        let (entries, sent) =
+            tokio::task::spawn_blocking(move || provide::indexes(&wants, options))
+                .await
+                .unwrap_or_default();
+        self.provided = sent;
+        for (key, bytes) in &entries {
+            for piece in provide::pieces(key, bytes) {
+                if self.stopped().is_some() {
+                    return;
+                }
+                self.command(PROVIDE_TIMEOUT, Action::Provide(piece), |_, _| {})
+                    .await;
+            }
+        }
+    }
+
     async fn command(
         &mut self,
         timeout: Duration,
@@ -568,6 +609,9 @@ impl Session {
             .await
     }
 }
+
+/// How long a piece of a debug index may take to reach every daemon (1 MiB a link).
+const PROVIDE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The shutdown a signal sends down the tree (an id no ordinary command reaches).
 fn shutdown_command() -> Command {

@@ -95,7 +95,7 @@ pub fn rank_map(
             error: None,
             error_kind: ErrorKind::None as i32,
         }],
-        missing: vec![],
+        ..SetupReply::default()
     };
     (reply, tasks)
 }
@@ -110,7 +110,7 @@ pub(super) fn failed_map(index: u32, host: &str, message: String, kind: ErrorKin
             error_kind: kind as i32,
             ..DaemonMap::default()
         }],
-        missing: vec![],
+        ..SetupReply::default()
     }
 }
 

@@ -41,6 +41,8 @@ const SUBDIR: &str = "v1";
 pub struct IndexCache {
     dir: PathBuf,
     max_bytes: u64,
+    /// Said to be on a file system the nodes share, whatever its type looks like.
+    shared: bool,
 }
 
 /// What the cache had for a key.
@@ -86,7 +88,15 @@ impl IndexCache {
         IndexCache {
             dir,
             max_bytes: DEFAULT_MAX_BYTES,
+            shared: false,
         }
+    }
+
+    /// Treats the cache as on a file system the nodes share even where its type does not
+    /// say so (`--debug-cache-shared`: a parallel file system strata does not recognize).
+    pub fn shared(mut self, shared: bool) -> IndexCache {
+        self.shared = shared;
+        self
     }
 
     pub fn with_max_bytes(mut self, max: u64) -> IndexCache {
@@ -114,6 +124,34 @@ impl IndexCache {
 
     fn entry_path(&self, key: &str) -> PathBuf {
         self.dir.join(SUBDIR).join(format!("{key}.idx"))
+    }
+
+    /// Whether an entry for `key` is there (not checked: a cheap look before asking the
+    /// tree for it).
+    pub fn has(&self, key: &str) -> bool {
+        self.entry_path(key).is_file()
+    }
+
+    /// Whether the cache lives on this node's own disks: reading an entry from a network
+    /// file system on every daemon is the 208K paper's problem, so daemons with such a
+    /// cache take indexes from the tree instead. Judged by the file-system type of the
+    /// directory (or its nearest existing parent); unknown counts as local.
+    pub fn is_node_local(&self) -> bool {
+        if self.shared {
+            return false;
+        }
+        let mut dir = self.dir.as_path();
+        loop {
+            match nix::sys::statfs::statfs(dir) {
+                // `f_type` is 64 bits on x86_64, 32 on some other targets.
+                #[allow(clippy::unnecessary_cast)]
+                Ok(fs) => return !is_network_fs(fs.filesystem_type().0 as i64),
+                Err(_) => match dir.parent() {
+                    Some(parent) => dir = parent,
+                    None => return true,
+                },
+            }
+        }
     }
 
     /// The entry for `key`, checked (header, checksum, tables, the key it says it is,
@@ -258,6 +296,26 @@ impl IndexCache {
             }
         }
     }
+}
+
+/// File systems whose files live on other machines (`statfs(2)`'s `f_type`): NFS, SMB and
+/// CIFS, AFS, Ceph, Lustre, GPFS, BeeGFS, PanFS, and FUSE (sshfs and most cluster clients).
+fn is_network_fs(magic: i64) -> bool {
+    const NETWORK: [i64; 12] = [
+        0x6969,     // NFS
+        0x517b,     // SMB
+        0xff534d42, // CIFS
+        0xfe534d42, // SMB2
+        0x5346414f, // AFS
+        0x6b414653, // kAFS
+        0x00c36400, // Ceph
+        0x0bd00bd0, // Lustre
+        0x47504653, // GPFS
+        0x19830326, // BeeGFS
+        0xaad7aaea, // PanFS
+        0x65735546, // FUSE
+    ];
+    NETWORK.contains(&magic)
 }
 
 /// A random number for temporary names (no dependency: the clock and the pid's address

@@ -90,6 +90,7 @@ pub fn request(args: AttachArgs) -> (AttachRequest, Presentation) {
         serial: args.serial,
         debug_dirs: args.debug_dir,
         debug_cache: args.debug_cache.dir(),
+        debug_cache_shared: args.debug_cache_shared,
         stacks_of: args.rank,
         variables: args.var,
         loop_variables: args.show.progress,
@@ -247,6 +248,9 @@ pub fn run_request(
             "strata: timing: total: {:.1} ms",
             started.elapsed().as_secs_f64() * 1e3
         );
+        if gathered.provided.indexes > 0 {
+            eprintln!("strata: {}", gathered.provided);
+        }
         if let Some(line) = debug_info_summary(&gathered.sampled.reply.stats) {
             eprintln!("strata: {line}");
         }
@@ -409,6 +413,7 @@ pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<S
     let bytes: u64 = daemons.iter().map(|s| s.debug_bytes_read).sum();
     let micros: u64 = daemons.iter().map(|s| s.debug_load_us).sum();
     let deferred: u32 = daemons.iter().map(|s| s.debug_index_deferred).sum();
+    let provided: u32 = daemons.iter().map(|s| s.debug_provided).sum();
     let deferred = match deferred {
         0 => String::new(),
         n => format!(", read {n} large binaries lazily (their indexes built in the background)"),
@@ -418,7 +423,7 @@ pub fn debug_info_summary(stats: &[strata_proto::overlay::NodeStat]) -> Option<S
         .flat_map(|s| s.debug_build_ids.iter().map(String::as_str))
         .collect();
     Some(format!(
-        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), took {hits} from the index cache{deferred}, read {:.1} MB of debug files and indexes, {:.1} ms summed over daemons",
+        "debug info: {} daemon(s) indexed {indexed} binaries ({} distinct build-ids), took {hits} from the index cache{deferred}, read {:.1} MB of debug files and indexes, {:.1} ms summed over daemons; took {provided} down the tree",
         daemons.len(),
         distinct.len(),
         bytes as f64 / 1e6,

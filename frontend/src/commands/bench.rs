@@ -141,6 +141,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
             share: 0,
             debug_dirs: vec![],
             debug_cache: None,
+            debug_cache_shared: false,
         },
         sample: Sample {
             samples: params.samples,
@@ -460,7 +461,7 @@ fn setup_reply(job: &SynthJob, d: u32) -> SetupReply {
                 .collect(),
             ..DaemonMap::default()
         }],
-        missing: vec![],
+        ..SetupReply::default()
     }
 }
 
