@@ -38,8 +38,10 @@ for i in $(seq "$total"); do
 done
 
 # One attach: "total_ms daemons indexed distinct hits megabytes cpu_median_ms cpu_max_ms
-# rss_median_mib rss_max_mib missing" (missing: lines naming ranks not sampled, one per
-# lost daemon or commnode).
+# rss_median_mib rss_max_mib missing provided front_end_megabytes front_end_indexed"
+# (missing: lines naming ranks not sampled, one per lost daemon or commnode; provided: the
+# indexes daemons took from the tree; the front end's bytes read and indexes built to
+# send them).
 attach_once() {
     local daemons=$1 cache=$2
     local list
@@ -57,7 +59,14 @@ attach_once() {
         /timing: total:/ {total = $4}
         /^strata: debug info:/ {
             line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")
-            debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6]
+            # n: daemons indexed distinct hits MB ms provided (after the leading empty
+            # field)
+            debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6]; provided = n[8]
+        }
+        /^strata: debug indexes down the tree:/ {
+            line = $0; gsub(/[^0-9. ]/, " ", line); split(line, f, " +")
+            # f: sent, MB sent, MB the front end read, binaries it indexed
+            front = f[4] " " f[5]
         }
         /^strata: daemons:/ {
             line = $0; gsub(/[^0-9. ]/, " ", line); split(line, d, " +")
@@ -65,11 +74,17 @@ attach_once() {
             cost = d[3] " " d[4] " " d[5] " " d[6]
         }
         /^strata: rank/ {missing++}
-        END {print total, debug, cost, missing + 0}' "$work/stderr"
+        END {
+            if (front == "") front = "0 0"
+            print total, debug, cost, missing + 0, provided + 0, front
+        }' "$work/stderr"
 }
 
-printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s %8s\n' daemons cache "attach ms" indexed \
-    distinct hits "MB read" "cpu med ms" "cpu max" "rss med MiB" "rss max" "missing"
+row='%8s %-5s %9s %8s %9s %5s %8s %9s %8s %8s %12s %9s %12s %9s %8s\n'
+# "MB read" is what the daemons read; "FE MB" and "FE built" what the front end read and
+# indexed to send "from tree" indexes down.
+printf "$row" daemons cache "attach ms" indexed distinct hits "MB read" "from tree" "FE MB" \
+    "FE built" "cpu med ms" "cpu max" "rss med MiB" "rss max" "missing"
 daemons=${MIN:-64}
 while [ "$daemons" -le "$MAX" ]; do
     cold="$work/cache-cold-$daemons"
@@ -77,9 +92,9 @@ while [ "$daemons" -le "$MAX" ]; do
     for _ in $(seq "$RUNS"); do attach_once "$daemons" "$cold"; done > "$work/warm"
     for cache in cold warm; do
         col() { awk -v c="$1" '{print $c}' "$work/$cache" | median; }
-        printf '%8s %-5s %9s %8s %9s %5s %8s %12s %9s %12s %9s %8s\n' "$daemons" "$cache" \
-            "$(col 1)" "$(col 3)" "$(col 4)" "$(col 5)" "$(col 6)" "$(col 7)" "$(col 8)" \
-            "$(col 9)" "$(col 10)" "$(col 11)"
+        printf "$row" "$daemons" "$cache" "$(col 1)" "$(col 3)" "$(col 4)" "$(col 5)" \
+            "$(col 6)" "$(col 12)" "$(col 13)" "$(col 14)" "$(col 7)" "$(col 8)" "$(col 9)" \
+            "$(col 10)" "$(col 11)"
     done
     daemons=$((daemons * 2))
 done
