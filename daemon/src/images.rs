@@ -89,6 +89,9 @@ pub struct Image {
     data: Vec<u8>,
     /// The GNU build-id, lowercase hex, if the image has one.
     pub build_id: Option<String>,
+    /// The file's modification time (seconds, nanoseconds) when it was read from one:
+    /// with its path and size, what identifies a binary without a build-id.
+    pub modified: Option<(i64, i64)>,
     pub eh_frame: Option<SectionRange>,
     pub eh_frame_hdr: Option<SectionRange>,
     pub debug_frame: Option<SectionRange>,
@@ -261,6 +264,7 @@ impl Image {
         Ok(Image {
             name,
             build_id,
+            modified: None,
             eh_frame,
             eh_frame_hdr,
             debug_frame,
@@ -282,11 +286,16 @@ impl Image {
     pub fn open(name: impl Into<String>, mut file: File) -> Result<Image, ImageError> {
         let name = name.into();
         let mut data = Vec::new();
-        file.read_to_end(&mut data).map_err(|e| ImageError::Open {
-            path: name.clone(),
-            reason: e.to_string(),
-        })?;
-        Image::parse(name, data)
+        let read = file.read_to_end(&mut data);
+        let md = read
+            .and_then(|_| file.metadata())
+            .map_err(|e| ImageError::Open {
+                path: name.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut image = Image::parse(name, data)?;
+        image.modified = Some((md.mtime(), md.mtime_nsec()));
+        Ok(image)
     }
 
     /// The bytes of a section.

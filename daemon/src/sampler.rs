@@ -677,7 +677,7 @@ impl Sampler {
                 if m.path.starts_with('[') || m.path.ends_with(" (deleted)") {
                     continue;
                 }
-                if let Some(key) = self.symbols.wants_index(image)
+                if let Some(key) = self.symbols.wants_index(image, &m.path)
                     && !wants.iter().any(|(k, _)| *k == key)
                 {
                     wants.push((key, m.path.clone()));

@@ -246,18 +246,21 @@ impl Symbolizer {
     }
 
     /// The cache key of `image`'s debug index when this daemon would have to read it from
-    /// a file system: a cache is configured, the binary has a build-id, its index is not
-    /// loaded or provided here yet, and the cache has no entry for it or lives on a
-    /// network file system. The front end reads such indexes once and sends them down the
-    /// tree ([`Self::provide`]), as STAT's SBRS sent the binaries.
-    pub fn wants_index(&self, image: &Arc<Image>) -> Option<String> {
+    /// a file system: a cache is configured, the binary has a key, its index is not
+    /// loaded or provided here yet, the cache has no entry for it or lives on a network
+    /// file system, and it may have DWARF at all ([`may_have_dwarf`]). The front end reads
+    /// such indexes once and sends them down the tree ([`Self::provide`]), as STAT's SBRS
+    /// sent the binaries.
+    pub fn wants_index(&self, image: &Arc<Image>, path: &str) -> Option<String> {
         let cache = self.options.cache.as_ref()?;
         let key = Self::index_key(image)?;
         let provided = self.provided.lock().unwrap_or_else(|e| e.into_inner());
         if provided.contains_key(&key) || self.entry(image).index.get().is_some() {
             return None;
         }
-        (!cache.has(&key) || !cache.is_node_local()).then_some(key)
+        drop(provided);
+        let lacks = !cache.has(&key) || !cache.is_node_local();
+        (lacks && may_have_dwarf(image, path, &self.options.debug_dirs)).then_some(key)
     }
 
     /// A debug index received down the tree, used instead of the cache's entry or the
@@ -418,9 +421,7 @@ impl Symbolizer {
             stats.micros += started.elapsed().as_micros() as u64;
             if info.context.is_some() {
                 stats.indexed += 1;
-                if let Some(id) = &image.build_id {
-                    stats.build_ids.push(id.clone());
-                }
+                stats.build_ids.extend(identity(image));
             }
             info
         })
@@ -428,7 +429,7 @@ impl Symbolizer {
 
     /// The entry's debug index, with a cache configured: the cache's entry if it has a
     /// valid one, else (after waiting a bounded while for any other daemon building it)
-    /// built from the DWARF and written there. None without a cache, a build-id or DWARF,
+    /// built from the DWARF and written there. None without a cache, a key or DWARF,
     /// for a large binary (see [`SymbolOptions::inline_limit`]) and while another process
     /// still builds it: the DWARF is then read lazily.
     fn index<'e>(&self, entry: &'e Entry, image: &Image, path: &str) -> Option<&'e DebugIndex> {
@@ -442,7 +443,7 @@ impl Symbolizer {
                     let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
                     stats.cache_hits += 1;
                     stats.bytes_read += read;
-                    stats.build_ids.extend(image.build_id.clone());
+                    stats.build_ids.extend(identity(image));
                     stats.micros += started.elapsed().as_micros() as u64;
                     Some(*index)
                 }
@@ -514,7 +515,7 @@ impl Symbolizer {
         }
         let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
         stats.provided += 1;
-        stats.build_ids.extend(image.build_id.clone());
+        stats.build_ids.extend(identity(image));
         Some(index)
     }
 
@@ -560,13 +561,19 @@ impl Symbolizer {
         }
     }
 
-    /// The key of `image`'s cache entry (None without a build-id).
+    /// The key of `image`'s cache entry: its build-id and size; without a build-id, a
+    /// checksum of its path with its size and modification time (a rebuild changes them).
+    /// None for an image read from memory without a build-id.
     pub fn index_key(image: &Image) -> Option<String> {
-        Some(format!(
-            "{}-{}",
-            image.build_id.as_ref()?,
-            image.data().len()
-        ))
+        let len = image.data().len();
+        match (&image.build_id, image.modified) {
+            (Some(id), _) => Some(format!("{id}-{len}")),
+            (None, Some((secs, nanos))) => Some(format!(
+                "path-{:08x}-{len}-{secs}.{nanos:09}",
+                crc32fast::hash(image.name.as_bytes())
+            )),
+            (None, None) => None,
+        }
     }
 
     /// Builds and writes the cache entry of `image` (mapped from `path`) now, whatever
@@ -578,7 +585,7 @@ impl Symbolizer {
             .cache
             .as_ref()
             .ok_or("no index cache configured")?;
-        let key = Self::index_key(image).ok_or("the binary has no build-id")?;
+        let key = Self::index_key(image).ok_or("the binary has no build-id nor file")?;
         if let Lookup::Hit(..) = cache.get(&key) {
             return Ok(format!("{key}: in the cache already"));
         }
@@ -626,6 +633,14 @@ impl Symbolizer {
         stats.micros += started.elapsed().as_micros() as u64;
         index
     }
+}
+
+/// What names the binary in the load statistics: its build-id, else its cache key.
+fn identity(image: &Image) -> Option<String> {
+    image
+        .build_id
+        .clone()
+        .or_else(|| Symbolizer::index_key(image))
 }
 
 /// The size of what a full index reads: every unit's entries and line program.
@@ -925,6 +940,45 @@ fn build_id_paths(dirs: &[PathBuf], id: &[u8], suffix: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Where `.gnu_debuglink`'s `name` may be for a binary at `path`: beside it, in its
+/// `.debug` folder, and under each debug directory (never the binary itself).
+fn debuglink_paths(dirs: &[PathBuf], path: &str, name: &str) -> Vec<PathBuf> {
+    let image_path = Path::new(path.strip_suffix(" (deleted)").unwrap_or(path));
+    let dir = image_path.parent().unwrap_or(Path::new("/"));
+    let relative = dir.strip_prefix("/").unwrap_or(dir);
+    let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
+    candidates.extend(dirs.iter().map(|d| d.join(relative).join(name)));
+    candidates.retain(|c| c != image_path);
+    candidates
+}
+
+/// Whether `image` (mapped from `path`) may have DWARF, by the metadata of the places
+/// [`locate_and_load`] reads (no debug file is read): embedded, or a separate file by its
+/// build-id or `.gnu_debuglink` exists. False for most system libraries, whose debug
+/// packages are not installed: asking anyone else to index them would be wasted.
+pub fn may_have_dwarf(image: &Image, path: &str, dirs: &[PathBuf]) -> bool {
+    let Ok(file) = object::File::parse(image.data()) else {
+        return false;
+    };
+    if has_dwarf(&file) {
+        return true;
+    }
+    let exists = |p: &PathBuf| p.is_file();
+    if let Some(id) = file.build_id().ok().flatten()
+        && build_id_paths(dirs, id, ".debug").iter().any(exists)
+    {
+        return true;
+    }
+    file.gnu_debuglink()
+        .ok()
+        .flatten()
+        .is_some_and(|(name, _)| {
+            debuglink_paths(dirs, path, &bytes_to_path(name))
+                .iter()
+                .any(exists)
+        })
+}
+
 /// Finds and loads the debug information of `image`, mapped from `path`.
 fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugInfo {
     let mut read = 0;
@@ -991,18 +1045,7 @@ fn locate_and_load(
     // 3. By .gnu_debuglink, CRC checked: the name alone could find a stale file from
     // another build.
     if let Ok(Some((name, crc))) = file.gnu_debuglink() {
-        let name = bytes_to_path(name);
-        let image_path = Path::new(path.strip_suffix(" (deleted)").unwrap_or(path));
-        let dir = image_path.parent().unwrap_or(Path::new("/"));
-        let mut candidates = vec![dir.join(&name), dir.join(".debug").join(&name)];
-        for d in &options.debug_dirs {
-            let relative = dir.strip_prefix("/").unwrap_or(dir);
-            candidates.push(d.join(relative).join(&name));
-        }
-        for candidate in candidates {
-            if candidate == image_path {
-                continue;
-            }
+        for candidate in debuglink_paths(&options.debug_dirs, path, &bytes_to_path(name)) {
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };

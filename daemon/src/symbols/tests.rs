@@ -87,3 +87,118 @@ fn short_dwarf_names_get_their_path_from_the_symbol_table() {
     assert_eq!(qualified("a::run_fast", "run"), None);
     assert_eq!(qualified("x::y", "a::y"), None);
 }
+
+/// Builds `int main(void) { return 0; }` into `dir/name` with `flags`.
+fn compile(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join("m.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let out = dir.join(name);
+    let status = std::process::Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc (tests/run-all.sh installs it)");
+    assert!(status.success());
+    out
+}
+
+fn run(tool: &str, args: &[&std::ffi::OsStr]) {
+    let status = std::process::Command::new(tool)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("{tool} (binutils): {e}"));
+    assert!(status.success(), "{tool} {args:?}");
+}
+
+#[test]
+fn may_have_dwarf_looks_where_the_loader_reads_without_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let open = |p: &Path| Image::parse(p.display().to_string(), std::fs::read(p).unwrap()).unwrap();
+    let check =
+        |p: &Path, dirs: &[PathBuf]| may_have_dwarf(&open(p), &p.display().to_string(), dirs);
+    let none: &[PathBuf] = &[];
+
+    let embedded = compile(d, "embedded", &["-g"]);
+    assert!(check(&embedded, none));
+    let bare = compile(d, "bare", &["-s", "-Wl,--build-id"]);
+    assert!(!check(&bare, none), "stripped, no debug file anywhere");
+
+    // Split by .gnu_debuglink: found beside the binary, gone once the file is.
+    let linked = compile(d, "linked", &["-g", "-Wl,--build-id"]);
+    let debug = d.join("linked.debug");
+    run(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            linked.as_os_str(),
+            debug.as_os_str(),
+        ],
+    );
+    run("strip", &["--strip-debug".as_ref(), linked.as_os_str()]);
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    run("objcopy", &[link.as_ref(), linked.as_os_str()]);
+    assert!(check(&linked, none));
+
+    // By build-id under a debug directory, after the debuglink file is gone.
+    let image = open(&linked);
+    let id = image.build_id.clone().expect("a build-id");
+    let debug_dir = d.join("debug-dir");
+    let by_id = debug_dir
+        .join(".build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+    std::fs::rename(&debug, &by_id).unwrap();
+    assert!(
+        !check(&linked, none),
+        "neither beside it nor under a debug directory"
+    );
+    assert!(check(&linked, std::slice::from_ref(&debug_dir)));
+}
+
+#[test]
+fn binaries_without_build_id_are_cached_by_path_size_and_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = compile(dir.path(), "no-id", &["-g", "-Wl,--build-id=none"]);
+    let path = binary.display().to_string();
+    let open =
+        || Arc::new(Image::open(path.clone(), std::fs::File::open(&binary).unwrap()).unwrap());
+    let symbolizer = || {
+        Symbolizer::new(SymbolOptions {
+            cache: Some(IndexCache::new(dir.path().join("cache"))),
+            ..SymbolOptions::default()
+        })
+    };
+    let image = open();
+    assert_eq!(image.build_id, None);
+    let key = Symbolizer::index_key(&image).expect("a key from the file");
+    assert!(key.starts_with("path-"), "{key}");
+    assert_eq!(Symbolizer::index_key(&open()), Some(key.clone()), "stable");
+    assert_eq!(
+        Symbolizer::index_key(&Image::parse("x", std::fs::read(&binary).unwrap()).unwrap()),
+        None,
+        "from memory: no file to key it by"
+    );
+
+    let cold = symbolizer();
+    assert!(cold.wants_index(&image, &path).is_some());
+    assert!(cold.index_bytes(&image, &path).is_some());
+    assert_eq!(cold.load_stats().indexed, 1);
+    let warm = symbolizer();
+    assert_eq!(
+        warm.wants_index(&image, &path),
+        None,
+        "cached: nothing wanted"
+    );
+    assert!(warm.index_bytes(&image, &path).is_some());
+    let stats = warm.load_stats();
+    assert_eq!((stats.indexed, stats.cache_hits), (0, 1), "{stats:?}");
+
+    // Rebuilt in place: another key, so the old entry cannot name the new code.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    compile(dir.path(), "no-id", &["-g", "-O2", "-Wl,--build-id=none"]);
+    assert_ne!(Symbolizer::index_key(&open()), Some(key));
+}

@@ -125,8 +125,16 @@ pub fn index_debug_info(args: IndexDebugInfoArgs) -> Result<Exit, Failure> {
         .map_err(|e| Failure::new(Exit::BadInput, format!("stdin: {e}")))?;
     // The daemon waited for the binary; nobody waits for the index.
     strata_launcher::priority::lower_current_thread();
-    let image = strata_daemon::images::Image::parse(args.name.clone(), data)
+    let mut image = strata_daemon::images::Image::parse(args.name.clone(), data)
         .map_err(|e| Failure::new(Exit::BadInput, format!("{}: {e}", args.name)))?;
+    if image.build_id.is_none() {
+        // Keyed by its file's path, size and modification time: the key check below
+        // refuses a file replaced since the daemon read it.
+        use std::os::unix::fs::MetadataExt;
+        image.modified = std::fs::metadata(&args.name)
+            .ok()
+            .map(|md| (md.mtime(), md.mtime_nsec()));
+    }
     if Symbolizer::index_key(&image).as_deref() != Some(args.key.as_str()) {
         return Err(Failure::new(
             Exit::BadInput,
