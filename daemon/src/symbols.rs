@@ -952,10 +952,10 @@ fn debuglink_paths(dirs: &[PathBuf], path: &str, name: &str) -> Vec<PathBuf> {
     candidates
 }
 
-/// Whether `image` (mapped from `path`) may have DWARF, by the metadata of the places
-/// [`locate_and_load`] reads (no debug file is read): embedded, or a separate file by its
-/// build-id or `.gnu_debuglink` exists. False for most system libraries, whose debug
-/// packages are not installed: asking anyone else to index them would be wasted.
+/// Whether `image` (mapped from `path`) may have DWARF, by the metadata of the places the
+/// loader (`locate_and_load`) reads, reading no debug file: embedded, or a separate file
+/// by its build-id or `.gnu_debuglink` exists. False for most system libraries, whose
+/// debug packages are not installed: asking anyone else to index them would be wasted.
 pub fn may_have_dwarf(image: &Image, path: &str, dirs: &[PathBuf]) -> bool {
     let Ok(file) = object::File::parse(image.data()) else {
         return false;
