@@ -55,19 +55,7 @@ attach_once() {
     }
     # STDERR_DIR=DIR keeps every attach's messages.
     [ -z "${STDERR_DIR:-}" ] || cp "$work/stderr" "$STDERR_DIR/$daemons-$(date +%s%N).txt"
-    awk '
-        /timing: total:/ {total = $4}
-        /^strata: debug info:/ {
-            line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")
-            # n: daemons indexed distinct hits MB ms provided (after the leading empty
-            # field)
-            debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6]; provided = n[8]
-        }
-        /^strata: debug indexes down the tree:/ {
-            line = $0; gsub(/[^0-9. ]/, " ", line); split(line, f, " +")
-            # f: sent, MB sent, MB the front end read, binaries it indexed
-            front = f[4] " " f[5]
-        }
+    awk "$STRATA_DEBUG_AWK"'
         /^strata: daemons:/ {
             line = $0; gsub(/[^0-9. ]/, " ", line); split(line, d, " +")
             # d: count, cpu median, cpu max, rss median, rss max
@@ -76,7 +64,8 @@ attach_once() {
         /^strata: rank/ {missing++}
         END {
             if (front == "") front = "0 0"
-            print total, debug, cost, missing + 0, provided + 0, front
+            debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6]
+            print total, debug, cost, missing + 0, n[8] + 0, front
         }' "$work/stderr"
 }
 

@@ -29,21 +29,10 @@ start_ring "$RANKS"
 # tree; the front end's bytes read and indexes built to send them).
 attach_once() {
     STRATA_TIMINGS=1 "$strata" attach --launcher-pid "$mpirun_pid" -n 1 --no-files "$@" \
-        2>&1 >/dev/null | awk '
-        /timing: total:/ {total = $4}
-        /^strata: debug info:/ {
-            line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")
-            # n: daemons indexed distinct hits MB ms provided (after the leading empty field)
-            debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6] " " n[7] " " n[8]
-        }
-        /^strata: debug indexes down the tree:/ {
-            line = $0; gsub(/[^0-9. ]/, " ", line); split(line, f, " +")
-            # f: sent, MB sent, MB the front end read, binaries it indexed
-            front = f[4] " " f[5]
-        }
+        2>&1 >/dev/null | awk "$STRATA_DEBUG_AWK"'
         END {
             if (front == "") front = "0 0"
-            print total, debug, front
+            print total, n[2], n[3], n[4], n[5], n[6], n[7], n[8], front
         }'
 }
 

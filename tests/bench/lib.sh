@@ -66,3 +66,16 @@ phase_medians() {
             END {for (k in v) {split(substr(v[k], 2), a, " ");
                  printf "  %-28s %7.1f ms\n", k, a[int((n[k]+1)/2)]}}'
 }
+
+# Awk rules shared by the attach benches, reading `STRATA_TIMINGS=1` stderr: total = the
+# total ms; n = the numbers of "debug info:" (daemons indexed distinct hits MB ms provided,
+# from n[2]: the split leaves an empty field first); front = "MB read, binaries indexed" by
+# the front end for "debug indexes down the tree:" (sent, MB sent, MB read, indexed).
+# Use as: awk "$STRATA_DEBUG_AWK"' END {...}'
+STRATA_DEBUG_AWK='
+    /timing: total:/ {total = $4}
+    /^strata: debug info:/ {line = $0; gsub(/[^0-9. ]/, " ", line); split(line, n, " +")}
+    /^strata: debug indexes down the tree:/ {
+        line = $0; gsub(/[^0-9. ]/, " ", line); split(line, f, " +"); front = f[4] " " f[5]
+    }
+'

@@ -1,6 +1,8 @@
 //! The symbolizer's unit tests (the module is near the size limit).
 
+use super::locate::{build_id_paths, parse_debug_object};
 use super::*;
+use std::path::Path;
 
 #[test]
 fn demangles_cpp_without_return_types() {
