@@ -98,50 +98,13 @@ pub struct SourceFrame {
     pub inlined: bool,
 }
 
-/// Where an image's debug information comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DebugSource {
-    /// DWARF in the image itself.
-    Embedded,
-    /// A separate file found by build-id.
-    BuildIdFile(PathBuf),
-    /// A separate file found through `.gnu_debuglink` (CRC checked).
-    DebugLink(PathBuf),
-    /// No DWARF: function names from `.symtab`/`.dynsym`, no lines.
-    SymbolsOnly,
-    /// Neither DWARF nor symbols (or no image at all).
-    Nothing,
-}
-
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+use locate::Reader;
 
 /// The reader of the DWARF sections the symbolizer keeps (for [`Symbolizer::with_dwarf`]).
 pub type DwarfReader = Reader;
 
 /// A symbolized address, shared by every frame at it.
 type Frames = Arc<[SourceFrame]>;
-
-/// What one binary's debug information gave, loaded once.
-struct DebugInfo {
-    source: DebugSource,
-    /// Absent without DWARF.
-    context: Option<Mutex<addr2line::Context<Reader>>>,
-    /// The separate debug file's symbols, when the image itself only has `.dynsym`
-    /// (a stripped library): they name the functions DWARF does not cover.
-    debug_symbols: Option<Image>,
-    /// Debug files that were found and refused, and why.
-    notes: Vec<String>,
-    /// `.debug_loc` and `.debug_loclists`, read on the first variable read only (see
-    /// `parse_debug_object`, which leaves them out).
-    locations: OnceLock<gimli::LocationLists<Reader>>,
-    /// Bytes of separate debug files (and dwz files) read to find and load it, refused
-    /// candidates included.
-    bytes_read: u64,
-    /// The DWARF the context was built from, kept to build a debug index from.
-    dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
-    /// The separate files the DWARF came from (debug file, dwz file).
-    inputs: Vec<PathBuf>,
-}
 
 /// What loading debug information has cost a symbolizer so far: the measure of "each
 /// binary's debug information read once" (the 208K paper's SBRS problem: every daemon
@@ -415,7 +378,7 @@ impl Symbolizer {
         entry.debug.get_or_init(|| {
             self.loads.fetch_add(1, Ordering::Relaxed);
             let started = std::time::Instant::now();
-            let info = load_debug_info(image, path, &self.options);
+            let info = load_debug_info(image, path, &self.options.debug_dirs);
             let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.bytes_read += info.bytes_read;
             stats.micros += started.elapsed().as_micros() as u64;
@@ -862,8 +825,8 @@ fn load_locations(source: &DebugSource, image: &Image) -> gimli::LocationLists<R
 }
 
 mod locate;
-use locate::load_debug_info;
-pub use locate::may_have_dwarf;
+use locate::{DebugInfo, load_debug_info};
+pub use locate::{DebugSource, may_have_dwarf};
 
 #[cfg(test)]
 mod tests;

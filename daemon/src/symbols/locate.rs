@@ -7,8 +7,46 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::{Object, ObjectSection};
 
-use super::{DebugInfo, DebugSource, Reader, SymbolOptions};
 use crate::images::Image;
+
+/// Where an image's debug information comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DebugSource {
+    /// DWARF in the image itself.
+    Embedded,
+    /// A separate file found by build-id.
+    BuildIdFile(PathBuf),
+    /// A separate file found through `.gnu_debuglink` (CRC checked).
+    DebugLink(PathBuf),
+    /// No DWARF: function names from `.symtab`/`.dynsym`, no lines.
+    SymbolsOnly,
+    /// Neither DWARF nor symbols (or no image at all).
+    Nothing,
+}
+
+pub(super) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// What one binary's debug information gave, loaded once.
+pub(super) struct DebugInfo {
+    pub(super) source: DebugSource,
+    /// Absent without DWARF.
+    pub(super) context: Option<Mutex<addr2line::Context<Reader>>>,
+    /// The separate debug file's symbols, when the image itself only has `.dynsym`
+    /// (a stripped library): they name the functions DWARF does not cover.
+    pub(super) debug_symbols: Option<Image>,
+    /// Debug files that were found and refused, and why.
+    pub(super) notes: Vec<String>,
+    /// `.debug_loc` and `.debug_loclists`, read on the first variable read only (see
+    /// `parse_debug_object`, which leaves them out).
+    pub(super) locations: OnceLock<gimli::LocationLists<Reader>>,
+    /// Bytes of separate debug files (and dwz files) read to find and load it, refused
+    /// candidates included.
+    pub(super) bytes_read: u64,
+    /// The DWARF the context was built from, kept to build a debug index from.
+    pub(super) dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
+    /// The separate files the DWARF came from (debug file, dwz file).
+    pub(super) inputs: Vec<PathBuf>,
+}
 
 /// A parsed debug object: its DWARF sections, copied out of the file so that gimli's
 /// readers own them (`Arc`), decompressed where needed.
@@ -129,20 +167,15 @@ pub fn may_have_dwarf(image: &Image, path: &str, dirs: &[PathBuf]) -> bool {
 }
 
 /// Finds and loads the debug information of `image`, mapped from `path`.
-pub(super) fn load_debug_info(image: &Image, path: &str, options: &SymbolOptions) -> DebugInfo {
+pub(super) fn load_debug_info(image: &Image, path: &str, dirs: &[PathBuf]) -> DebugInfo {
     let mut read = 0;
-    let mut info = locate_and_load(image, path, options, &mut read);
+    let mut info = locate_and_load(image, path, dirs, &mut read);
     info.bytes_read = read;
     info
 }
 
 /// [`load_debug_info`], adding the bytes of every file it reads to `read`.
-fn locate_and_load(
-    image: &Image,
-    path: &str,
-    options: &SymbolOptions,
-    read: &mut u64,
-) -> DebugInfo {
+fn locate_and_load(image: &Image, path: &str, dirs: &[PathBuf], read: &mut u64) -> DebugInfo {
     let mut notes = Vec::new();
     let symbols_only = |notes| DebugInfo {
         source: if image.has_symbols() {
@@ -166,7 +199,7 @@ fn locate_and_load(
         match parse_debug_object(image.data()) {
             Ok(obj) => {
                 let dir = Path::new(path).parent().map(Path::to_path_buf);
-                return finish(obj, DebugSource::Embedded, None, dir, options, notes, read);
+                return finish(obj, DebugSource::Embedded, None, dir, dirs, notes, read);
             }
             Err(e) => notes.push(format!("{path}: embedded DWARF unusable: {e}")),
         }
@@ -174,7 +207,7 @@ fn locate_and_load(
     let own_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
     // 2. By build-id.
     if let Some(id) = &own_id {
-        for candidate in build_id_paths(&options.debug_dirs, id, ".debug") {
+        for candidate in build_id_paths(dirs, id, ".debug") {
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };
@@ -184,7 +217,7 @@ fn locate_and_load(
                     let source = DebugSource::BuildIdFile(candidate.clone());
                     let dir = candidate.parent().map(Path::to_path_buf);
                     let syms = debug_symbols(image, data);
-                    return finish(obj, source, syms, dir, options, notes, read);
+                    return finish(obj, source, syms, dir, dirs, notes, read);
                 }
                 Ok(_) => notes.push(format!("{}: other build-id", candidate.display())),
                 Err(e) => notes.push(format!("{}: {e}", candidate.display())),
@@ -194,7 +227,7 @@ fn locate_and_load(
     // 3. By .gnu_debuglink, CRC checked: the name alone could find a stale file from
     // another build.
     if let Ok(Some((name, crc))) = file.gnu_debuglink() {
-        for candidate in debuglink_paths(&options.debug_dirs, path, &bytes_to_path(name)) {
+        for candidate in debuglink_paths(dirs, path, &bytes_to_path(name)) {
             let Ok(data) = std::fs::read(&candidate) else {
                 continue;
             };
@@ -212,7 +245,7 @@ fn locate_and_load(
                     let source = DebugSource::DebugLink(candidate.clone());
                     let dir = candidate.parent().map(Path::to_path_buf);
                     let syms = debug_symbols(image, data);
-                    return finish(obj, source, syms, dir, options, notes, read);
+                    return finish(obj, source, syms, dir, dirs, notes, read);
                 }
                 Err(e) => notes.push(format!("{}: {e}", candidate.display())),
             }
@@ -240,7 +273,7 @@ fn finish(
     source: DebugSource,
     debug_symbols: Option<Image>,
     dir: Option<PathBuf>,
-    options: &SymbolOptions,
+    dirs: &[PathBuf],
     mut notes: Vec<String>,
     read: &mut u64,
 ) -> DebugInfo {
@@ -255,7 +288,7 @@ fn finish(
             (Some(d), false) => candidates.push(d.join(&alt_path)),
             (None, false) => {}
         }
-        candidates.extend(build_id_paths(&options.debug_dirs, &alt_id, ".debug"));
+        candidates.extend(build_id_paths(dirs, &alt_id, ".debug"));
         let mut found = false;
         for candidate in candidates {
             let Ok(data) = std::fs::read(&candidate) else {
