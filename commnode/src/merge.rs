@@ -13,8 +13,8 @@ use strata_filters::places::{self, Places};
 use strata_filters::wire::{self, Limits};
 use strata_filters::{ConcatMerge, Frame, PrefixTree, Special, TaskRuns};
 use strata_proto::overlay::{
-    Done, HoldReply, MAX_WANTS, Missing, ProbeReply, ReadMemoryReply, SampleReply, SetupReply,
-    StacksReply, TaskNote, VariablesReply,
+    Done, HoldReply, IndexWant, MAX_WANTS, Missing, ProbeReply, ReadMemoryReply, SampleReply,
+    SetupReply, StacksReply, TaskNote, VariablesReply,
 };
 
 use crate::children::Answer;
@@ -37,7 +37,8 @@ pub fn merge_setup(
 ) -> (SetupReply, Vec<(u32, Option<u32>)>) {
     let mut out = SetupReply::default();
     let mut counts = Vec::with_capacity(answers.len());
-    let mut wanted = std::collections::HashSet::new();
+    // Key -> position in out.wants.
+    let mut wanted = std::collections::HashMap::new();
     for (i, a) in answers {
         match decode::<SetupReply>(a) {
             Ok(r) => {
@@ -45,10 +46,16 @@ pub fn merge_setup(
                 counts.push((*i, u32::try_from(n).ok()));
                 out.daemons.extend(r.daemons);
                 out.missing.extend(r.missing);
-                // Each index once per subtree, as a frame goes up once.
+                // Each index once per subtree, as a frame goes up once, with the addresses
+                // every daemon wants from it.
                 for want in r.wants {
-                    if out.wants.len() < MAX_WANTS && wanted.insert(want.key.clone()) {
-                        out.wants.push(want);
+                    match wanted.get(&want.key) {
+                        Some(&at) => IndexWant::absorb(&mut out.wants[at], &want),
+                        None if out.wants.len() < MAX_WANTS => {
+                            wanted.insert(want.key.clone(), out.wants.len());
+                            out.wants.push(want);
+                        }
+                        None => {}
                     }
                 }
             }

@@ -343,14 +343,13 @@ impl State {
     async fn index_wants(&mut self) -> Vec<pb::IndexWant> {
         let pids: Vec<Pid> = self.tasks.iter().map(|t| t.pid).collect();
         let wants = self
-            .with_caches(move |caches, _| caches.sampler.index_wants(&pids))
+            .with_caches(move |caches, capturer| {
+                crate::wants::index_wants(&mut caches.sampler, capturer, &pids)
+            })
             .await
             .unwrap_or_default();
-        self.incoming = provided::Incoming::expecting(wants.iter().map(|(k, _)| k.clone()));
+        self.incoming = provided::Incoming::expecting(wants.iter().map(|w| w.key.clone()));
         wants
-            .into_iter()
-            .map(|(key, path)| pb::IndexWant { key, path })
-            .collect()
     }
 
     /// One piece of a debug index from the tree: once whole and checked, the symbolizer

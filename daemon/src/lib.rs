@@ -13,6 +13,7 @@
 //!   stacks ([`stack_text`]);
 //! - reading a program variable in a frame, from DWARF ([`variables`], a layer above the
 //!   sampler);
+//! - which debug indexes to ask the tree for, probing the stacks at set-up ([`wants`]);
 //! - the daemon's end of the gRPC tree network ([`agent`]): commands in, trees, rank maps,
 //!   stacks and values out.
 //!
@@ -49,3 +50,4 @@ pub mod stacks;
 pub mod symbols;
 pub mod unwind;
 pub mod variables;
+pub mod wants;

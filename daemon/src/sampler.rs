@@ -662,31 +662,6 @@ impl Sampler {
         self.python.read(pid, space, mem)
     }
 
-    /// The cache keys of the debug indexes the binaries of `pids` need and this daemon
-    /// lacks ([`Symbolizer::wants_index`]), each once, with the path of a binary that has
-    /// it. Loads the tasks' address spaces, which the first sample reuses.
-    pub fn index_wants(&mut self, pids: &[Pid]) -> Vec<(String, String)> {
-        let mut wants: Vec<(String, String)> = Vec::new();
-        for &pid in pids {
-            let Ok(maps) = crate::procfs::maps(pid) else {
-                continue;
-            };
-            let space = self.address_space(pid, &Arc::from(maps), &ProcessMemory::new(pid));
-            for m in &space.mappings {
-                let Ok(image) = &m.image else { continue };
-                if m.path.starts_with('[') || m.path.ends_with(" (deleted)") {
-                    continue;
-                }
-                if let Some(key) = self.symbols.wants_index(image, &m.path)
-                    && !wants.iter().any(|(k, _)| *k == key)
-                {
-                    wants.push((key, m.path.clone()));
-                }
-            }
-        }
-        wants
-    }
-
     /// The task's address space, loaded again only when its mappings changed.
     fn space_for(&mut self, capture: &TaskCapture, live: &ProcessMemory) -> Arc<AddressSpace> {
         self.address_space(capture.pid, &capture.maps, live)

@@ -336,6 +336,37 @@ pub struct IndexWant {
     pub key: String,
     #[prost(string, tag = "2")]
     pub path: String,
+    /// The addresses in the binary (its own, unrelocated: lookup pc minus load bias) that
+    /// the daemon's stacks hit when it probed them at set-up, sorted and distinct: an
+    /// index of the units covering them serves the attach. Empty when `whole`.
+    #[prost(uint64, repeated, tag = "3")]
+    pub svmas: Vec<u64>,
+    /// The daemon needs the whole index: it could not probe the stacks of a task mapping
+    /// the binary, or its stacks hit more than [`MAX_WANT_ADDRESSES`] addresses.
+    #[prost(bool, tag = "4")]
+    pub whole: bool,
+}
+
+/// Most [`IndexWant::svmas`] a want carries; past it, the want is for the whole index.
+pub const MAX_WANT_ADDRESSES: usize = 4096;
+
+impl IndexWant {
+    /// Adds `other`'s addresses (the same key, from another daemon of the subtree) to this
+    /// want's: a commnode passes one want per key up, as it passes each frame once.
+    pub fn absorb(&mut self, other: &IndexWant) {
+        if self.whole || other.whole {
+            self.whole = true;
+            self.svmas.clear();
+            return;
+        }
+        self.svmas.extend_from_slice(&other.svmas);
+        self.svmas.sort_unstable();
+        self.svmas.dedup();
+        if self.svmas.len() > MAX_WANT_ADDRESSES {
+            self.whole = true;
+            self.svmas.clear();
+        }
+    }
 }
 
 /// Bytes `offset..offset + data.len()` of the debug index `key` (`total` bytes in all),
@@ -1013,6 +1044,29 @@ mod tests {
         assert_eq!(
             Setup::decode(&[3 << 3, 7][..]).unwrap().target,
             Some(SetupTarget::LauncherPid(7))
+        );
+    }
+
+    #[test]
+    fn wants_absorb_addresses_until_too_many() {
+        let want = |svmas: Vec<u64>, whole| IndexWant {
+            key: "k".into(),
+            path: "/lib/x".into(),
+            svmas,
+            whole,
+        };
+        let mut a = want(vec![1, 5], false);
+        a.absorb(&want(vec![5, 3], false));
+        assert_eq!((a.svmas.clone(), a.whole), (vec![1, 3, 5], false));
+        a.absorb(&want(Vec::new(), true));
+        assert_eq!((a.svmas.is_empty(), a.whole), (true, true));
+        a.absorb(&want(vec![7], false));
+        assert!(a.whole && a.svmas.is_empty(), "whole stays whole");
+        let mut b = want((0..MAX_WANT_ADDRESSES as u64).collect(), false);
+        b.absorb(&want(vec![u64::MAX], false));
+        assert!(
+            b.whole && b.svmas.is_empty(),
+            "past the limit: the whole index"
         );
     }
 }
