@@ -4,9 +4,9 @@
 //! for the binary's index instead (the front end reads each once per job and sends it down
 //! the tree, as STAT's SBRS sent the binaries: "Lessons Learned at 208K", 2008). It asks
 //! only for what symbolizing its stacks will need: the binaries the stacks are in, and in
-//! each the addresses they hit. A hung rank's stacks touch a handful of a library's units;
-//! an index of those units is a fraction of the whole one to build, while the whole one is
-//! built in the background for the next attach.
+//! each the addresses they hit. The front end builds whole indexes today; the addresses
+//! are there so that it can build one of just the units covering them (a hung rank's
+//! stacks touch a handful of a library's units).
 //!
 //! To know the addresses before the first sample, the daemon probes: one capture of each
 //! task (the threads stopped for microseconds, as a sample stops them), unwound by CFI,
@@ -15,7 +15,7 @@
 //! wants the whole index of every binary it maps that lacks one: strata never guesses
 //! where a stack it did not see would be.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use strata_proto::overlay::{IndexWant, MAX_WANT_ADDRESSES};
@@ -38,8 +38,8 @@ struct Gathering {
 /// that has it and the addresses the tasks' stacks hit in it now. Loads the tasks' address
 /// spaces, which the first sample reuses.
 pub fn index_wants(sampler: &mut Sampler, capturer: &Capturer, pids: &[Pid]) -> Vec<IndexWant> {
-    // Per task, the keys its mapped binaries want, by mapping path.
-    let mut wants: Vec<(String, Gathering)> = Vec::new();
+    // By key; and per task, the keys its mapped binaries want, by mapping path.
+    let mut wants: BTreeMap<String, Gathering> = BTreeMap::new();
     let mut by_task: Vec<(Pid, HashMap<String, String>)> = Vec::new();
     for &pid in pids {
         let Ok(maps) = crate::procfs::maps(pid) else {
@@ -55,14 +55,11 @@ pub fn index_wants(sampler: &mut Sampler, capturer: &Capturer, pids: &[Pid]) -> 
             let Some(key) = sampler.symbolizer().wants_index(image, &m.path) else {
                 continue;
             };
-            if !wants.iter().any(|(k, _)| *k == key) {
-                let gathering = Gathering {
-                    path: m.path.clone(),
-                    svmas: BTreeSet::new(),
-                    whole: false,
-                };
-                wants.push((key.clone(), gathering));
-            }
+            wants.entry(key.clone()).or_insert_with(|| Gathering {
+                path: m.path.clone(),
+                svmas: BTreeSet::new(),
+                whole: false,
+            });
             keys.insert(m.path.clone(), key);
         }
         if !keys.is_empty() {
@@ -78,7 +75,7 @@ pub fn index_wants(sampler: &mut Sampler, capturer: &Capturer, pids: &[Pid]) -> 
         let Ok(capture) = capture else {
             // Not seen: every binary of the task may be on its stacks.
             for key in keys.values() {
-                if let Some(w) = gathering(&mut wants, key) {
+                if let Some(w) = wants.get_mut(key) {
                     w.whole = true;
                 }
             }
@@ -92,14 +89,14 @@ pub fn index_wants(sampler: &mut Sampler, capturer: &Capturer, pids: &[Pid]) -> 
             });
         for thread in &unwound.threads {
             // A thread without a stack (in uninterruptible sleep, say) is sampled without
-            // one too; should a sample walk it after all, its addresses outside the index
-            // are read lazily (see `Symbolizer::provide`).
+            // one too; should a sample walk it after all, a binary only it is in is read
+            // lazily by this daemon, as without an index.
             let Ok(stack) = &thread.stack else { continue };
             for frame in &stack.frames {
                 let Some(m) = unwound.space.find(frame.lookup_pc) else {
                     continue;
                 };
-                if let Some(w) = keys.get(&m.path).and_then(|k| gathering(&mut wants, k)) {
+                if let Some(w) = keys.get(&m.path).and_then(|k| wants.get_mut(k)) {
                     w.svmas.insert(frame.lookup_pc.wrapping_sub(m.bias));
                 }
             }
@@ -124,8 +121,4 @@ pub fn index_wants(sampler: &mut Sampler, capturer: &Capturer, pids: &[Pid]) -> 
             }
         })
         .collect()
-}
-
-fn gathering<'a>(wants: &'a mut [(String, Gathering)], key: &str) -> Option<&'a mut Gathering> {
-    wants.iter_mut().find(|(k, _)| k == key).map(|w| &mut w.1)
 }
