@@ -1001,16 +1001,21 @@ fn sleeping_wchan(pid: Pid, tid: Pid, state: char) -> Option<String> {
 /// `PTRACE_SEIZE`, tried again until `deadline` while another strata session's capture
 /// thread traces the thread: such a capture lets go within microseconds (milliseconds on a
 /// loaded machine), so two sessions on one job both get their samples. Any other tracer (a
-/// debugger) is reported at once.
+/// debugger) is reported at once. A refusal whose tracer has already let go by the time
+/// `TracerPid` is read (the other capture detached in between) is tried again at once, a
+/// few times: a refusal for want of permission repeats with no tracer and is returned.
 fn seize_within(tid: Pid, deadline: Instant) -> Result<(), Errno> {
+    const TRIES_WITHOUT_TRACER: u32 = 3;
+    let mut untraced_refusals = 0;
     loop {
         match ptrace::seize(NixPid::from_raw(tid), ptrace::Options::empty()) {
-            Err(Errno::EPERM)
-                if Instant::now() < deadline
-                    && procfs::tracer_pid(tid).is_ok_and(|t| t != 0 && is_strata_thread(t)) =>
-            {
-                thread::sleep(Duration::from_micros(200));
-            }
+            Err(Errno::EPERM) if Instant::now() < deadline => match procfs::tracer_pid(tid) {
+                Ok(t) if t != 0 && is_strata_thread(t) => {
+                    thread::sleep(Duration::from_micros(200));
+                }
+                Ok(0) if untraced_refusals < TRIES_WITHOUT_TRACER => untraced_refusals += 1,
+                _ => return Err(Errno::EPERM),
+            },
             other => return other,
         }
     }
