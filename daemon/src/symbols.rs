@@ -130,6 +130,8 @@ pub struct LoadStats {
     pub deferred: u32,
     /// Debug indexes received down the tree ([`Symbolizer::provide`]) and used.
     pub provided: u32,
+    /// Partial indexes built ([`Symbolizer::index_bytes_for`]), of the binaries indexed.
+    pub partial: u32,
 }
 
 /// One image's DWARF, lent to a variable reader by [`Symbolizer::with_dwarf`] (the
@@ -243,6 +245,41 @@ impl Symbolizer {
         self.index(&entry, image, path).map(|i| i.bytes().to_vec())
     }
 
+    /// The bytes of an index of `image` good for an attach whose stacks hit `wanted`
+    /// (sorted addresses in the image): the cache's whole entry when it has one; else a
+    /// partial index of the units covering them, built now (a fraction of the whole
+    /// one's cost: libc has thousands of units, a hung job's stacks hit a few), with the
+    /// whole entry left to the detached builder, at idle priority, for the next attach.
+    /// A large binary, or no cache, goes as [`Self::index_bytes`].
+    pub fn index_bytes_for(
+        &self,
+        image: &Arc<Image>,
+        path: &str,
+        wanted: &[u64],
+    ) -> Option<Vec<u8>> {
+        let (Some(cache), Some(key)) = (self.options.cache.as_ref(), Self::index_key(image)) else {
+            return self.index_bytes(image, path);
+        };
+        let entry = self.entry(image);
+        if entry.index.get().is_some()
+            || cache.has(&key)
+            || self.too_large_to_index_now(&entry, image, path)
+        {
+            return self.index_bytes(image, path);
+        }
+        let partial = self.build_index(&entry, image, path, &key, Some(wanted))?;
+        let mut warnings = Vec::new();
+        // Unless a builder is at work on it already (it holds the lock).
+        if let Some(lock) = cache.try_lock(&key) {
+            drop(lock);
+            self.defer_index(cache, &entry, path, &key, &mut warnings);
+        }
+        let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.partial += 1;
+        stats.cache_warnings.extend(warnings);
+        Some(partial.bytes().to_vec())
+    }
+
     /// Where it looks for separate debug files.
     pub fn options(&self) -> &SymbolOptions {
         &self.options
@@ -263,8 +300,11 @@ impl Symbolizer {
             return hit;
         }
         let frames = match self.index(&entry, image, &mapped.path) {
-            Some(index) => lookup_indexed(index, image, svma),
-            None => lookup(self.debug(&entry, image, &mapped.path), image, svma),
+            // A partial index answers for the units it holds; the DWARF for the rest.
+            Some(index) if !index.is_partial() || index.covers(svma) => {
+                lookup_indexed(index, image, svma)
+            }
+            _ => lookup(self.debug(&entry, image, &mapped.path), image, svma),
         };
         let frames: Arc<[SourceFrame]> = Arc::from(frames);
         match self.results.write() {
@@ -438,7 +478,7 @@ impl Symbolizer {
                 }
                 // Another process still builds it past the wait: lazily, meanwhile.
                 let _building = building.ok()?;
-                let built = self.build_index(entry, image, path, &key)?;
+                let built = self.build_index(entry, image, path, &key, None)?;
                 if let Err(e) = cache.put(&key, &built) {
                     warnings.push(format!("{}: not written: {e}", cache.dir().display()));
                 }
@@ -470,6 +510,7 @@ impl Symbolizer {
             .unwrap_or_else(|e| e.into_inner())
             .remove(key)?;
         if cache.is_node_local()
+            && !index.is_partial()
             && !cache.has(key)
             && let Some(_lock) = cache.try_lock(key)
             && let Err(e) = cache.put(key, &index)
@@ -554,7 +595,7 @@ impl Symbolizer {
         }
         let entry = self.entry(image);
         let built = self
-            .build_index(&entry, image, path, &key)
+            .build_index(&entry, image, path, &key, None)
             .ok_or_else(|| format!("{key}: no DWARF to index"))?;
         cache
             .put(&key, &built)
@@ -562,13 +603,15 @@ impl Symbolizer {
         Ok(format!("{key}: built"))
     }
 
-    /// Loads the entry's DWARF and indexes all of it (None without DWARF).
+    /// Loads the entry's DWARF and indexes all of it, or with `wanted` the units covering
+    /// those addresses (None without DWARF).
     fn build_index(
         &self,
         entry: &Entry,
         image: &Image,
         path: &str,
         key: &str,
+        wanted: Option<&[u64]>,
     ) -> Option<DebugIndex> {
         let debug = self.debug(entry, image, path);
         let dwarf = debug.dwarf.as_ref()?;
@@ -591,7 +634,8 @@ impl Symbolizer {
             .as_ref()
             .map(|i| i.function_symbols().collect())
             .unwrap_or_default();
-        let index = DebugIndex::open(debug_index::build::build(dwarf, &symbols, &meta)).ok();
+        let index =
+            DebugIndex::open(debug_index::build::build(dwarf, &symbols, &meta, wanted)).ok();
         let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
         stats.micros += started.elapsed().as_micros() as u64;
         index

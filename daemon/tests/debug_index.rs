@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
 use object::{Object, ObjectSection, SectionKind};
-use strata_daemon::debug_index::IndexCache;
+use strata_daemon::debug_index::{DebugIndex, IndexCache};
 use strata_daemon::images::{Image, MappedImage};
 use strata_daemon::symbols::{DebugSource, SourceFrame, SymbolOptions, Symbolizer};
 
@@ -100,6 +100,17 @@ fn assert_same_answers(path: &Path, stride: u64, name: &str) -> usize {
     assert!(with_lines > 0, "{name}: no address had a line");
     println!("{name}: {with_lines} addresses with lines, {inlined} with inlined calls");
     inlined
+}
+
+/// `sym` answers every address as `plain` (addr2line, no index) does.
+fn assert_as_plain(sym: &Symbolizer, plain: &Symbolizer, m: &MappedImage, addresses: &[u64]) {
+    for &svma in addresses {
+        assert_eq!(
+            sym.symbolize(m, svma),
+            plain.symbolize(m, svma),
+            "{svma:#x}"
+        );
+    }
 }
 
 fn libc() -> PathBuf {
@@ -417,13 +428,7 @@ fn a_binary_over_the_inline_limit_is_read_lazily_and_its_builder_not_waited_for(
     let started = std::time::Instant::now();
     sym.symbolize(&m, addresses[0]);
     let took = started.elapsed();
-    for &svma in &addresses {
-        assert_eq!(
-            sym.symbolize(&m, svma),
-            plain.symbolize(&m, svma),
-            "{svma:#x}"
-        );
-    }
+    assert_as_plain(&sym, &plain, &m, &addresses);
     let stats = sym.load_stats();
     assert_eq!(
         (stats.deferred, stats.indexed, stats.cache_hits),
@@ -448,4 +453,88 @@ fn a_binary_over_the_inline_limit_is_read_lazily_and_its_builder_not_waited_for(
     again.symbolize(&m, addresses[0]);
     assert_eq!(again.load_stats().deferred, 1);
     assert!(entries(&dir).is_empty());
+}
+
+/// Cold, the front end sends a partial index: the units covering the addresses the
+/// daemons' stacks hit. Where it covers an address it answers as the whole index (and
+/// addr2line) would; elsewhere the daemon reads the DWARF itself, with the same answers.
+/// A partial index is never written to a cache.
+#[test]
+fn a_partial_index_answers_where_it_covers_and_leaves_the_rest_to_the_dwarf() {
+    let path = libc();
+    let m = mapped(&path);
+    let image = m.image().unwrap().clone();
+    let all = code_addresses(&path, 5);
+    // A hung job's stacks: a few addresses spread over the code.
+    let mut wanted: Vec<u64> = all.iter().step_by(all.len() / 7).copied().collect();
+    wanted.sort_unstable();
+    let front_dir = cache_dir("partial-front");
+    let front = Symbolizer::new(SymbolOptions {
+        cache: Some(IndexCache::new(front_dir.clone())),
+        // No builder to start: the whole entry is not this test's business.
+        builder: None,
+        ..SymbolOptions::default()
+    });
+    let bytes = front
+        .index_bytes_for(&image, &m.path, &wanted)
+        .expect("libc has DWARF");
+    let stats = front.load_stats();
+    assert_eq!((stats.indexed, stats.partial), (1, 1), "{stats:?}");
+    assert!(
+        entries(&front_dir).is_empty(),
+        "a partial index is not cached"
+    );
+    let partial = DebugIndex::open(bytes.clone()).expect("a valid index");
+    assert!(partial.is_partial());
+    let whole = symbolizer(Some(&cache_dir("partial-whole")))
+        .index_bytes(&image, &m.path)
+        .expect("the whole index");
+    let whole = DebugIndex::open(whole).expect("a valid index");
+    assert!(!whole.is_partial());
+    assert!(
+        wanted.iter().all(|&a| partial.covers(a)),
+        "it covers what was wanted"
+    );
+    assert!(all.iter().all(|&a| whole.covers(a)));
+    assert!(
+        partial.len() * 4 < whole.len(),
+        "partial {} bytes, whole {}",
+        partial.len(),
+        whole.len()
+    );
+    let covered = all.iter().filter(|&&a| partial.covers(a)).count();
+    println!(
+        "libc: partial index {} bytes, whole {}; {covered} of {} addresses covered",
+        partial.len(),
+        whole.len(),
+        all.len()
+    );
+    assert!(
+        covered > 0 && covered < all.len() / 2,
+        "{covered} of {}",
+        all.len()
+    );
+    assert!(
+        IndexCache::new(front_dir.clone())
+            .put("k", &partial)
+            .is_err(),
+        "the cache refuses a partial index"
+    );
+
+    // A daemon given the partial index down the tree.
+    let node_dir = cache_dir("partial-node");
+    let daemon = symbolizer(Some(&node_dir));
+    daemon.provide(partial);
+    let plain = symbolizer(None);
+    assert_as_plain(&daemon, &plain, &m, &all);
+    let stats = daemon.load_stats();
+    assert_eq!(
+        (stats.provided, stats.indexed, stats.cache_hits),
+        (1, 1, 0),
+        "the rest from the DWARF: {stats:?}"
+    );
+    assert!(
+        entries(&node_dir).is_empty(),
+        "not written to the node's cache"
+    );
 }

@@ -6,6 +6,11 @@
 //! relocated the binaries once and broadcast them instead of letting every daemon read
 //! them from the shared file system.
 //!
+//! Cold, what goes down is partial: an index of the units the daemons' stacks hit when
+//! they probed them at set-up, which costs a fraction of the whole one to build (a hung
+//! job's stacks touch a few of libc's thousands of units); a daemon looks any other
+//! address up in the DWARF itself, and the whole entry is built in the background.
+//!
 //! What goes down is the index, not the files: libc's index is 2.8 MB where its separate
 //! debug file alone is larger and would still have to be parsed and indexed on every
 //! node (`docs/PERFORMANCE.md` has the sizes). Daemons still read the binaries
@@ -39,9 +44,11 @@ pub struct Sent {
     pub indexes: u32,
     pub bytes: u64,
     /// What reading them cost the front end: bytes of debug files and cache entries read,
-    /// binaries indexed from their DWARF (0 with a warm cache).
+    /// binaries indexed from their DWARF (0 with a warm cache), and of those how many
+    /// partially (the units the stacks hit).
     pub read: u64,
     pub built: u32,
+    pub partial: u32,
 }
 
 impl std::fmt::Display for Sent {
@@ -49,19 +56,23 @@ impl std::fmt::Display for Sent {
         write!(
             f,
             "debug indexes down the tree: {} sent, {:.1} MB; the front end read {:.1} MB of \
-             debug files and indexes and indexed {} binaries",
+             debug files and indexes and indexed {} binaries ({} partially)",
             self.indexes,
             self.bytes as f64 / 1e6,
             self.read as f64 / 1e6,
-            self.built
+            self.built,
+            self.partial
         )
     }
 }
 
 /// The indexes to send, by key: for each want whose binary the front end has at the same
-/// path (the same build-id and size), its index from the front end's cache, built and
-/// written there when missing, as a daemon would. A binary the front end cannot see, or
-/// one too large to index during an attach, is left to the daemons.
+/// path (the same build-id and size), its index from the front end's cache; when the
+/// cache lacks it, a partial index of the units covering the addresses the daemons' stacks
+/// hit, built now, while a detached builder writes the whole entry for the next attach
+/// (a want for the whole index is built whole and written, as a daemon would). A binary
+/// the front end cannot see, or one too large to index during an attach, is left to the
+/// daemons.
 pub fn indexes(wants: &[IndexWant], options: SymbolOptions) -> (Vec<(String, Vec<u8>)>, Sent) {
     let symbolizer = Symbolizer::new(options);
     let found: Vec<(String, Vec<u8>)> = wants
@@ -72,7 +83,11 @@ pub fn indexes(wants: &[IndexWant], options: SymbolOptions) -> (Vec<(String, Vec
             if Symbolizer::index_key(&image)? != want.key {
                 return None;
             }
-            let bytes = symbolizer.index_bytes(&image, &want.path)?;
+            let bytes = if want.whole || want.svmas.is_empty() {
+                symbolizer.index_bytes(&image, &want.path)?
+            } else {
+                symbolizer.index_bytes_for(&image, &want.path, &want.svmas)?
+            };
             (bytes.len() as u64 <= MAX_PROVIDED).then(|| (want.key.clone(), bytes))
         })
         .collect();
@@ -82,6 +97,7 @@ pub fn indexes(wants: &[IndexWant], options: SymbolOptions) -> (Vec<(String, Vec
         bytes: found.iter().map(|(_, b)| b.len() as u64).sum(),
         read: cost.bytes_read,
         built: cost.indexed,
+        partial: cost.partial,
     };
     (found, sent)
 }

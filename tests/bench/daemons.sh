@@ -67,6 +67,7 @@ attach_once() {
             debug = n[2] " " n[3] " " n[4] " " n[5] " " n[6]
             print total, debug, cost, missing + 0, n[8] + 0, front
         }' "$work/stderr"
+    wait_for_builders
 }
 
 row='%8s %-5s %9s %8s %9s %5s %8s %9s %8s %8s %12s %9s %12s %9s %8s\n'

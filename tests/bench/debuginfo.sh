@@ -34,6 +34,7 @@ attach_once() {
             if (front == "") front = "0 0"
             print total, n[2], n[3], n[4], n[5], n[6], n[7], n[8], front
         }'
+    wait_for_builders
 }
 
 row='%-24s %-6s %9s %8s %8s %9s %6s %8s %8s %9s %6s %8s\n'

@@ -67,10 +67,19 @@ phase_medians() {
                  printf "  %-28s %7.1f ms\n", k, a[int((n[k]+1)/2)]}}'
 }
 
+# Waits (up to a minute) for the detached index builders a cold attach started (`strata
+# index-debug-info`, at idle priority, writing the whole entries of the partial indexes
+# the front end sent): the next attach is measured alone and finds their entries.
+wait_for_builders() {
+    local end=$((SECONDS + 60))
+    while pgrep -f -- " index-debug-info " > /dev/null && ((SECONDS < end)); do sleep 0.1; done
+}
+
 # Awk rules shared by the attach benches, reading `STRATA_TIMINGS=1` stderr: total = the
 # total ms; n = the numbers of "debug info:" (daemons indexed distinct hits MB ms provided,
 # from n[2]: the split leaves an empty field first); front = "MB read, binaries indexed" by
-# the front end for "debug indexes down the tree:" (sent, MB sent, MB read, indexed).
+# the front end for "debug indexes down the tree:" (sent, MB sent, MB read, indexed,
+# partially).
 # Use as: awk "$STRATA_DEBUG_AWK"' END {...}'
 STRATA_DEBUG_AWK='
     /timing: total:/ {total = $4}

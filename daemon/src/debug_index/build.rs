@@ -17,10 +17,10 @@ use std::collections::HashMap;
 
 use gimli::ReaderOffset as _;
 
-use super::format::{NONE, Writer};
+use super::format::{NONE, PARTIAL, Writer};
 use super::index::{
     FRANGE_SIZE, FUNC_SIZE, INLINE_SIZE, Meta, ROW_SIZE, SEQ_SIZE, STRING_SIZE, SYMBOL_SIZE,
-    UNIT_SIZE, URANGE_SIZE,
+    UNINDEXED, UNIT_SIZE, URANGE_SIZE,
 };
 
 /// A symbol of the debug file's own table (address, size, name), in the order the
@@ -29,10 +29,16 @@ pub type Symbol<'a> = (u64, u64, &'a str);
 
 /// The index of `dwarf` (with its dwz file attached as `sup`, if any), the debug file's
 /// symbols, and `meta`, as the bytes of an index file.
+///
+/// With `wanted` (sorted addresses), a partial index: only the units that cover one of
+/// them, and every unit whose ranges overlap those (see [`covering_units`]), so that any
+/// address a unit of the index covers has the answer the whole index would give. The
+/// other units keep their (empty) records, and the header says `PARTIAL`.
 pub fn build<R: gimli::Reader>(
     dwarf: &gimli::Dwarf<R>,
     symbols: &[Symbol<'_>],
     meta: &Meta,
+    wanted: Option<&[u64]>,
 ) -> Vec<u8> {
     let mut b = Builder::default();
     let main = Units::parse(dwarf);
@@ -42,6 +48,21 @@ pub fn build<R: gimli::Reader>(
         sup: sup.as_ref(),
     };
     let aranges = Aranges::parse(dwarf);
+    let (selected, unit_ranges) = match wanted {
+        Some(svmas) => {
+            let (chosen, ranges) = covering_units(dwarf, &main, &aranges, svmas);
+            (Some(chosen), ranges)
+        }
+        None => (None, Vec::new()),
+    };
+    // The ranges of the units left out, so that a lookup can tell "not indexed here"
+    // from "no unit covers it" (code without DWARF, answered from the symbol table).
+    b.uranges.extend(
+        unit_ranges
+            .iter()
+            .filter(|r| selected.as_ref().is_some_and(|s| !s[r.2]))
+            .map(|&(begin, end, unit)| (begin, end, unit as u32, UNINDEXED)),
+    );
     for (unit_id, (offset, unit)) in main.list.iter().enumerate() {
         let (franges, seqs) = (b.franges.len() as u32, b.seqs.len() as u32);
         // Every unit has a record (unit ids are list positions); only compile units have
@@ -54,6 +75,9 @@ pub fn build<R: gimli::Reader>(
                 | gimli::UnitType::Type { .. }
                 | gimli::UnitType::SplitType { .. }
         ) {
+            continue;
+        }
+        if selected.as_ref().is_some_and(|s| !s[unit_id]) {
             continue;
         }
         let unit_ref = gimli::UnitRef::new(dwarf, unit);
@@ -77,7 +101,99 @@ pub fn build<R: gimli::Reader>(
         let name = b.string(name);
         b.symbols.push((address, size, name));
     }
-    b.write(meta)
+    let flags = if selected.is_some() { PARTIAL } else { 0 };
+    b.write(meta, flags)
+}
+
+/// Which units a partial index for `svmas` must hold (and every unit's ranges, where it
+/// could read them): every unit whose ranges hold one of
+/// them, closed under overlap (a unit whose ranges overlap a chosen unit's is chosen
+/// too, through any number of steps), and every unit whose ranges cannot be read before
+/// its line program is (those are always in). Then an address that any chosen unit
+/// covers is covered only by chosen units, and looking it up in the partial index
+/// searches exactly the units the whole index would.
+fn covering_units<R: gimli::Reader>(
+    dwarf: &gimli::Dwarf<R>,
+    main: &Units<R>,
+    aranges: &Aranges,
+    svmas: &[u64],
+) -> (Vec<bool>, Vec<(u64, u64, usize)>) {
+    let mut chosen = vec![false; main.list.len()];
+    let mut ranges = Vec::new();
+    for (unit_id, (offset, unit)) in main.list.iter().enumerate() {
+        let unit_ref = gimli::UnitRef::new(dwarf, unit);
+        match unit_ranges(unit_ref, offset.0.into_u64(), aranges) {
+            Ok(found) if !found.is_empty() => {
+                ranges.extend(found.into_iter().map(|(b, e)| (b, e, unit_id)));
+            }
+            _ => chosen[unit_id] = true,
+        }
+    }
+    // Overlapping ranges, sorted by start, form runs that cover their span without a
+    // gap; the units of a run, and of runs sharing a unit, are one group.
+    ranges.sort_unstable_by_key(|r| (r.0, r.1));
+    let mut group: Vec<usize> = (0..main.list.len()).collect();
+    fn root(group: &mut [usize], mut u: usize) -> usize {
+        while group[u] != u {
+            group[u] = group[group[u]];
+            u = group[u];
+        }
+        u
+    }
+    // Each run: its start, end and first unit.
+    let mut runs: Vec<(u64, u64, usize)> = Vec::new();
+    for &(begin, end, unit) in &ranges {
+        match runs.last_mut() {
+            Some(run) if begin < run.1 => {
+                run.1 = run.1.max(end);
+                let (a, b) = (root(&mut group, run.2), root(&mut group, unit));
+                group[a] = b;
+            }
+            _ => runs.push((begin, end, unit)),
+        }
+    }
+    let mut wanted_groups = std::collections::HashSet::new();
+    for &svma in svmas {
+        let i = runs.partition_point(|r| r.0 <= svma);
+        if let Some(&(_, end, unit)) = i.checked_sub(1).map(|i| &runs[i])
+            && svma < end
+        {
+            wanted_groups.insert(root(&mut group, unit));
+        }
+    }
+    for (unit, chosen) in chosen.iter_mut().enumerate() {
+        *chosen = *chosen || wanted_groups.contains(&root(&mut group, unit));
+    }
+    (chosen, ranges)
+}
+
+/// A unit's address ranges, chosen as addr2line chooses them to find the units that may
+/// hold an address: `DW_AT_ranges`, else the unit's `.debug_aranges` set, else its
+/// low/high pc. Empty when it has none of them (addr2line then uses its line sequences).
+fn unit_ranges<R: gimli::Reader>(
+    unit: gimli::UnitRef<'_, R>,
+    offset: u64,
+    aranges: &Aranges,
+) -> Result<Vec<(u64, u64)>> {
+    let mut entries = unit.entries_raw(None)?;
+    let Some(abbrev) = entries.read_abbreviation()? else {
+        return Ok(Vec::new());
+    };
+    let mut ranges = Ranges::default();
+    for spec in abbrev.attributes() {
+        let attr = entries.read_attribute(*spec)?;
+        ranges.read(unit, &attr)?;
+    }
+    let mut found = Vec::new();
+    if ranges.list.is_none()
+        && let Some(set) = aranges.of(offset)
+    {
+        found.extend(set.map(|r| (r.begin, r.end)));
+    }
+    if found.is_empty() {
+        ranges.each(unit, |b, e| found.push((b, e)))?;
+    }
+    Ok(found)
 }
 
 /// `.debug_aranges`: the address ranges of each unit that has a set there.
@@ -201,8 +317,9 @@ struct Builder {
     symbols: Vec<(u64, u64, u32)>,
     /// Per unit: (first function range, count, first line sequence, count).
     units: Vec<(u32, u32, u32, u32)>,
-    /// The units' address ranges: (begin, end, unit).
-    uranges: Vec<(u64, u64, u32)>,
+    /// The units' address ranges: (begin, end, unit, flags: `UNINDEXED` for a unit a
+    /// partial index left out).
+    uranges: Vec<(u64, u64, u32, u32)>,
 }
 
 /// Table lengths, to undo a unit's additions (strings and files stay: harmless).
@@ -293,9 +410,7 @@ impl Builder {
         }
     }
 
-    /// The unit's address ranges, chosen as addr2line chooses them to find the units
-    /// that may hold an address: `DW_AT_ranges`, else the unit's `.debug_aranges` set,
-    /// else its low/high pc, else its line sequences.
+    /// The unit's address ranges ([`unit_ranges`]), else its line sequences.
     fn add_unit_ranges<R: gimli::Reader>(
         &mut self,
         unit: gimli::UnitRef<'_, R>,
@@ -303,24 +418,7 @@ impl Builder {
         unit_id: u32,
         aranges: &Aranges,
     ) -> Result<()> {
-        let mut entries = unit.entries_raw(None)?;
-        let Some(abbrev) = entries.read_abbreviation()? else {
-            return Ok(());
-        };
-        let mut ranges = Ranges::default();
-        for spec in abbrev.attributes() {
-            let attr = entries.read_attribute(*spec)?;
-            ranges.read(unit, &attr)?;
-        }
-        let mut found = Vec::new();
-        if ranges.list.is_none()
-            && let Some(set) = aranges.of(offset)
-        {
-            found.extend(set.map(|r| (r.begin, r.end)));
-        }
-        if found.is_empty() {
-            ranges.each(unit, |b, e| found.push((b, e)))?;
-        }
+        let mut found = unit_ranges(unit, offset, aranges)?;
         if found.is_empty() {
             let (first, count) = (
                 self.units[unit_id as usize].2,
@@ -330,7 +428,7 @@ impl Builder {
             found.extend(seqs.iter().map(|s| (s.0, s.1)));
         }
         self.uranges
-            .extend(found.into_iter().map(|(b, e)| (b, e, unit_id)));
+            .extend(found.into_iter().map(|(b, e)| (b, e, unit_id, 0)));
         Ok(())
     }
 
@@ -631,7 +729,7 @@ impl Builder {
         }
     }
 
-    fn write(mut self, meta: &Meta) -> Vec<u8> {
+    fn write(mut self, meta: &Meta, flags: u32) -> Vec<u8> {
         // addr2line's unit search order: by end, then unit.
         self.uranges.sort_unstable_by_key(|r| (r.1, r.2));
         let mut w = Writer::default();
@@ -701,12 +799,12 @@ impl Builder {
             min = min.min(r.0);
             min_begin[i] = min;
         }
-        for (&(begin, end, unit), min) in self.uranges.iter().zip(min_begin) {
+        for (&(begin, end, unit, flags), min) in self.uranges.iter().zip(min_begin) {
             w.u64(begin);
             w.u64(end);
             w.u64(min);
             w.u32(unit);
-            w.u32(0);
+            w.u32(flags);
         }
         w.table(self.symbols.len(), SYMBOL_SIZE);
         for &(address, size, name) in &self.symbols {
@@ -715,7 +813,7 @@ impl Builder {
             w.u32(name);
             w.u32(0);
         }
-        w.finish()
+        w.finish(flags)
     }
 }
 

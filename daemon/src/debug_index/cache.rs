@@ -165,6 +165,10 @@ impl IndexCache {
         };
         let read = bytes.len() as u64;
         match DebugIndex::open(bytes) {
+            Ok(index) if index.is_partial() => Lookup::Unusable(format!(
+                "{}: a partial index, which is never cached; rebuilding it",
+                path.display()
+            )),
             Ok(index) if index.meta().key != key => Lookup::Unusable(format!(
                 "{}: holds {}, not {key}; rebuilding it",
                 path.display(),
@@ -240,8 +244,15 @@ impl IndexCache {
     }
 
     /// Writes `index` as `key`'s entry (temporary file, then rename), then trims the
-    /// cache to its size limit.
+    /// cache to its size limit. A partial index is refused.
     pub fn put(&self, key: &str, index: &DebugIndex) -> std::io::Result<()> {
+        if index.is_partial() {
+            // It answers for some units only: another attach's stacks need others.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a partial debug index is not cached",
+            ));
+        }
         let path = self.entry_path(key);
         let dir = path.parent().unwrap_or(&self.dir);
         fs::create_dir_all(dir)?;

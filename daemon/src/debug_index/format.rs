@@ -3,7 +3,7 @@
 //! A file is a 32-byte header and a body:
 //!
 //! ```text
-//! header  magic "STRATAIX", version u32, flags u32 (0), body length u64,
+//! header  magic "STRATAIX", version u32, flags u32 (bit 0: PARTIAL), body length u64,
 //!         CRC32 of the body u32, reserved u32 (0)
 //! body    meta         (variable: counted strings and numbers, see `index.rs`)
 //!         strings      count u32, then per string: offset u32, length u32; blob length
@@ -23,6 +23,10 @@ pub const VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 32;
 /// "No string", "no file": a u32 field's absent value.
 pub const NONE: u32 = u32::MAX;
+/// Header flag: only some units are indexed (those covering the addresses an attach
+/// needed); an address no indexed unit covers must be looked up in the DWARF itself.
+/// Such an index is sent down the tree for one attach and never cached.
+pub const PARTIAL: u32 = 1;
 
 /// Why bytes are not a usable index.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -77,12 +81,12 @@ impl Writer {
         self.align();
     }
 
-    /// The whole file: header, then this body.
-    pub fn finish(self) -> Vec<u8> {
+    /// The whole file: header (with `flags`), then this body.
+    pub fn finish(self, flags: u32) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + self.bytes.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(self.bytes.len() as u64).to_le_bytes());
         out.extend_from_slice(&crc32fast::hash(&self.bytes).to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
@@ -116,6 +120,12 @@ pub fn body(file: &[u8]) -> Result<&[u8], FormatError> {
         return Err(FormatError::Checksum { stored, computed });
     }
     Ok(body)
+}
+
+/// The header's flags of a file whose header checked out (`body`).
+pub fn flags(file: &[u8]) -> u32 {
+    file.get(12..16)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
 }
 
 /// Reads fields in order from a body, every read bounds-checked.
@@ -234,7 +244,8 @@ mod tests {
         w.table(2, 8);
         w.u64(7);
         w.u64(9);
-        let file = w.finish();
+        let file = w.finish(PARTIAL);
+        assert_eq!(flags(&file), PARTIAL);
         let body = body(&file).unwrap();
         let mut r = Reader::new(body);
         assert_eq!(r.str().unwrap(), "key");

@@ -12,6 +12,8 @@ pub const ROW_SIZE: usize = 12;
 pub const SYMBOL_SIZE: usize = 24;
 pub const UNIT_SIZE: usize = 16;
 pub const URANGE_SIZE: usize = 32;
+/// A unit range's flag: its unit is not indexed (a partial index left it out).
+pub const UNINDEXED: u32 = 1;
 
 /// A file an index was built from, as it was then: an index whose inputs changed is
 /// stale.
@@ -286,6 +288,21 @@ impl DebugIndex {
         &self.file
     }
 
+    /// Whether only some units are indexed (see `format::PARTIAL`): an address none of
+    /// them covers ([`DebugIndex::covers`]) must be looked up in the DWARF.
+    pub fn is_partial(&self) -> bool {
+        format::flags(&self.file) & format::PARTIAL != 0
+    }
+
+    /// Whether the index answers for `svma` as the whole index would: no unit left out
+    /// of a partial index covers it (true for an address no unit covers at all: the
+    /// symbol table answers there, as it would with the whole index).
+    pub fn covers(&self, svma: u64) -> bool {
+        let uranges = self.table(self.uranges);
+        self.ranges_at(svma)
+            .all(|i| uranges.u32(i, 28) & UNINDEXED == 0)
+    }
+
     /// Functions and line rows indexed.
     pub fn counts(&self) -> (usize, usize) {
         (self.funcs.len, self.rows.len)
@@ -341,11 +358,17 @@ impl DebugIndex {
     /// unit; a unit may come more than once).
     fn units_at(&self, svma: u64) -> impl Iterator<Item = usize> + '_ {
         let uranges = self.table(self.uranges);
+        self.ranges_at(svma)
+            .map(move |i| uranges.u32(i, 24) as usize)
+    }
+
+    /// The unit ranges (their rows) holding `svma`, in that order.
+    fn ranges_at(&self, svma: u64) -> impl Iterator<Item = usize> + '_ {
+        let uranges = self.table(self.uranges);
         let from = uranges.partition_point(0..uranges.len(), |i| uranges.u64(i, 8) <= svma);
         (from..uranges.len())
             .take_while(move |&i| svma.saturating_add(1) > uranges.u64(i, 16))
             .filter(move |&i| uranges.u64(i, 0) <= svma && svma < uranges.u64(i, 8))
-            .map(move |i| uranges.u32(i, 24) as usize)
     }
 
     /// The frames of a function: its inlined calls holding `svma`, then itself.
