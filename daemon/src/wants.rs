@@ -4,9 +4,9 @@
 //! for the binary's index instead (the front end reads each once per job and sends it down
 //! the tree, as STAT's SBRS sent the binaries: "Lessons Learned at 208K", 2008). It asks
 //! only for what symbolizing its stacks will need: the binaries the stacks are in, and in
-//! each the addresses they hit. The front end builds whole indexes today; the addresses
-//! are there so that it can build one of just the units covering them (a hung rank's
-//! stacks touch a handful of a library's units).
+//! each the addresses they hit: cold, the front end builds an index of just the units
+//! covering them (a hung rank's stacks touch a handful of a library's units), and the
+//! whole one in the background.
 //!
 //! To know the addresses before the first sample, the daemon probes: one capture of each
 //! task (the threads stopped for microseconds, as a sample stops them), unwound by CFI,
