@@ -361,7 +361,7 @@ impl Symbolizer {
         let image = mapped.image()?;
         let entry = self.entry(image);
         let debug = self.debug(&entry, image, &mapped.path);
-        let context = debug.context.as_ref()?;
+        let context = debug.context()?;
         let locations = debug
             .locations
             .get_or_init(|| load_locations(&debug.source, image));
@@ -422,7 +422,7 @@ impl Symbolizer {
             let mut stats = self.load_stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.bytes_read += info.bytes_read;
             stats.micros += started.elapsed().as_micros() as u64;
-            if info.context.is_some() {
+            if info.has_dwarf() {
                 stats.indexed += 1;
                 stats.build_ids.extend(identity(image));
             }
@@ -680,7 +680,7 @@ impl SourceFrame {
 /// DWARF does not name (or does not cover).
 fn lookup(debug: &DebugInfo, image: &Image, svma: u64) -> Vec<SourceFrame> {
     let mut frames = Vec::new();
-    if let Some(context) = &debug.context {
+    if let Some(context) = debug.context() {
         let context = context.lock().unwrap_or_else(|e| e.into_inner());
         dwarf_frames(&context, svma, &mut frames);
     }

@@ -29,8 +29,10 @@ pub(super) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 /// What one binary's debug information gave, loaded once.
 pub(super) struct DebugInfo {
     pub(super) source: DebugSource,
-    /// Absent without DWARF.
-    pub(super) context: Option<Mutex<addr2line::Context<Reader>>>,
+    /// addr2line's context, built from `dwarf` by the first lookup that needs one
+    /// ([`DebugInfo::context`]): building a debug index needs none, and the context
+    /// parses every unit up front (a third of a cold front end's work on libc).
+    context: OnceLock<Option<Mutex<addr2line::Context<Reader>>>>,
     /// The separate debug file's symbols, when the image itself only has `.dynsym`
     /// (a stripped library): they name the functions DWARF does not cover.
     pub(super) debug_symbols: Option<Image>,
@@ -46,6 +48,36 @@ pub(super) struct DebugInfo {
     pub(super) dwarf: Option<Arc<gimli::Dwarf<Reader>>>,
     /// The separate files the DWARF came from (debug file, dwz file).
     pub(super) inputs: Vec<PathBuf>,
+}
+
+impl DebugInfo {
+    /// addr2line's context for lookups (None without DWARF), built on the first call.
+    pub(super) fn context(&self) -> Option<&Mutex<addr2line::Context<Reader>>> {
+        self.context
+            .get_or_init(|| {
+                let dwarf = self.dwarf.as_ref()?;
+                addr2line::Context::from_arc_dwarf(dwarf.clone())
+                    .ok()
+                    .map(Mutex::new)
+            })
+            .as_ref()
+    }
+
+    /// Whether it has DWARF to look addresses up in or index.
+    pub(super) fn has_dwarf(&self) -> bool {
+        self.dwarf.is_some()
+    }
+}
+
+/// What addr2line's context refuses a file for when it is made (unit headers and
+/// `.debug_aranges` headers that do not parse), checked at load, without parsing every
+/// unit, so that such DWARF is reported unusable as before the context became lazy.
+fn headers_parse(dwarf: &gimli::Dwarf<Reader>) -> gimli::Result<()> {
+    let mut units = dwarf.units();
+    while units.next()?.is_some() {}
+    let mut aranges = dwarf.debug_aranges.headers();
+    while aranges.next()?.is_some() {}
+    Ok(())
 }
 
 /// A parsed debug object: its DWARF sections, copied out of the file so that gimli's
@@ -183,7 +215,7 @@ fn locate_and_load(image: &Image, path: &str, dirs: &[PathBuf], read: &mut u64) 
         } else {
             DebugSource::Nothing
         },
-        context: None,
+        context: OnceLock::new(),
         debug_symbols: None,
         notes,
         locations: OnceLock::new(),
@@ -317,10 +349,10 @@ fn finish(
         }
     }
     let dwarf = Arc::new(obj.dwarf);
-    match addr2line::Context::from_arc_dwarf(dwarf.clone()) {
-        Ok(context) => DebugInfo {
+    match headers_parse(&dwarf) {
+        Ok(()) => DebugInfo {
             source,
-            context: Some(Mutex::new(context)),
+            context: OnceLock::new(),
             debug_symbols,
             notes,
             locations: OnceLock::new(),
@@ -332,7 +364,7 @@ fn finish(
             notes.push(format!("DWARF unusable: {e}"));
             DebugInfo {
                 source: DebugSource::SymbolsOnly,
-                context: None,
+                context: OnceLock::new(),
                 debug_symbols,
                 notes,
                 locations: OnceLock::new(),
