@@ -31,7 +31,7 @@ pub type Symbol<'a> = (u64, u64, &'a str);
 /// symbols, and `meta`, as the bytes of an index file.
 ///
 /// With `wanted` (sorted addresses), a partial index: only the units that cover one of
-/// them, and every unit whose ranges overlap those (see [`covering_units`]), so that any
+/// them, and every unit whose ranges overlap those (see `covering_units`), so that any
 /// address a unit of the index covers has the answer the whole index would give. The
 /// other units keep their (empty) records, and the header says `PARTIAL`.
 pub fn build<R: gimli::Reader>(
