@@ -398,8 +398,12 @@ fn the_terminal_ui_hands_a_remote_rank_to_gdb_through_srun() {
     t.keys(&["Enter"]);
     t.wait_text(": done", long);
     t.keys(&["q"]);
-    wait_for(long, || dir.path().join("code").exists());
-    let code = std::fs::read_to_string(dir.path().join("code")).unwrap();
+    // The shell creates the file before `echo` writes the code into it: wait for a line.
+    let code_file = dir.path().join("code");
+    wait_for(long, || {
+        std::fs::read_to_string(&code_file).is_ok_and(|c| c.ends_with('\n'))
+    });
+    let code = std::fs::read_to_string(&code_file).unwrap();
     let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
     assert_eq!(code.trim(), "0", "{err}");
     assert_ranks_free(&job);
