@@ -48,21 +48,14 @@ pub fn build<R: gimli::Reader>(
         sup: sup.as_ref(),
     };
     let aranges = Aranges::parse(dwarf);
-    let (selected, unit_ranges) = match wanted {
-        Some(svmas) => {
-            let (chosen, ranges) = covering_units(dwarf, &main, &aranges, svmas);
-            (Some(chosen), ranges)
-        }
-        None => (None, Vec::new()),
-    };
-    // The ranges of the units left out, so that a lookup can tell "not indexed here"
-    // from "no unit covers it" (code without DWARF, answered from the symbol table).
-    b.uranges.extend(
-        unit_ranges
-            .iter()
-            .filter(|r| selected.as_ref().is_some_and(|s| !s[r.2]))
-            .map(|&(begin, end, unit)| (begin, end, unit as u32, UNINDEXED)),
-    );
+    let selected = wanted.map(|svmas| covering_units(dwarf, &main, &aranges, svmas));
+    if let Some((chosen, ranges)) = &selected {
+        // The ranges of the units left out, so that a lookup can tell "not indexed here"
+        // from "no unit covers it" (code without DWARF, answered from the symbol table).
+        let left_out = ranges.iter().filter(|r| !chosen[r.2]);
+        b.uranges
+            .extend(left_out.map(|&(begin, end, unit)| (begin, end, unit as u32, UNINDEXED)));
+    }
     for (unit_id, (offset, unit)) in main.list.iter().enumerate() {
         let (franges, seqs) = (b.franges.len() as u32, b.seqs.len() as u32);
         // Every unit has a record (unit ids are list positions); only compile units have
@@ -77,7 +70,10 @@ pub fn build<R: gimli::Reader>(
         ) {
             continue;
         }
-        if selected.as_ref().is_some_and(|s| !s[unit_id]) {
+        if selected
+            .as_ref()
+            .is_some_and(|(chosen, _)| !chosen[unit_id])
+        {
             continue;
         }
         let unit_ref = gimli::UnitRef::new(dwarf, unit);
