@@ -37,7 +37,8 @@ fi
 #   and this script stops at the end (tests/slurm/down.sh); Slurm's pmix plugin loads
 #   libpmix from libpmix-dev.
 PACKAGES=(graphviz gcc g++ gfortran libc6-dev elfutils util-linux tmux gdb dwz libc6-dbg openmpi-bin libopenmpi-dev
-          mpich libmpich-dev python3-venv python3-dev slurm-wlm munge libpmix-dev)
+          mpich libmpich-dev python3-venv python3-dev slurm-wlm munge libpmix-dev
+          chromium chromium-driver poppler-utils)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -61,3 +61,37 @@ pub fn equivalence_classes<S: TaskSet>(tree: &PrefixTree<S>) -> Vec<EqClass<S>> 
     out.sort_by_key(|c| (c.tasks.count(), c.tasks.first()));
     out
 }
+/// Which class a node belongs to, for its colour (the terminal UI and the HTML report colour a node by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeClass {
+    /// Every task ending at or below the node is in this class (index into `classes`).
+    One(usize),
+    /// Tasks of several classes end below it.
+    Mixed,
+}
+
+/// Per node, the single class whose tasks end at or below it, or `Mixed`. Each class marks
+/// the ancestors of its leaves, stopping where an ancestor is already marked by it or
+/// mixed (everything above is then too): O(nodes + leaves).
+pub fn node_classes<S: TaskSet>(tree: &PrefixTree<S>, classes: &[EqClass<S>]) -> Vec<NodeClass> {
+    let mut marks: Vec<Option<NodeClass>> = vec![None; tree.len()];
+    for (ci, class) in classes.iter().enumerate() {
+        for &leaf in &class.leaves {
+            let mut cur = Some(leaf);
+            while let Some(n) = cur {
+                let m = &mut marks[n.index()];
+                match *m {
+                    Some(NodeClass::One(c)) if c == ci => break,
+                    Some(NodeClass::Mixed) => break,
+                    Some(NodeClass::One(_)) => *m = Some(NodeClass::Mixed),
+                    None => *m = Some(NodeClass::One(ci)),
+                }
+                cur = tree.node(n).parent;
+            }
+        }
+    }
+    marks
+        .into_iter()
+        .map(|m| m.unwrap_or(NodeClass::Mixed))
+        .collect()
+}

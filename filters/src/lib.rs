@@ -30,7 +30,7 @@ pub mod tree;
 pub mod view;
 pub mod wire;
 
-pub use classes::{EqClass, equivalence_classes};
+pub use classes::{EqClass, NodeClass, equivalence_classes, node_classes};
 pub use frame::{CodeFrame, CodeKind, Frame, FrameId, FrameTable, Module, Special};
 pub use merge::{ConcatMerge, merge_concat};
 pub use remap::{IndexMap, RemapError, remap};

@@ -347,6 +347,9 @@ pub enum FormatArg {
     Dot,
     Json,
     Folded,
+    /// A self-contained HTML report (the verdict, the tree as a graph, the classes, each
+    /// rank's stack); `strata view -f html -o FILE` writes it to FILE.
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -383,7 +386,8 @@ pub struct ViewArgs {
     #[command(flatten)]
     pub show: ShowArgs,
     /// Also write every rendering (result.json, tree.txt, tree-3d.dot, tree-2d.dot,
-    /// stacks.folded) into this directory.
+    /// stacks.folded, report.html) into this directory. With `-f html`: the file the
+    /// report is written to (report.html in it, if it is a directory).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Print the tree as text even on a terminal (where `strata view` otherwise opens
@@ -436,6 +440,10 @@ pub struct ShowArgs {
     /// ranks hold the job up, and why). result.json keeps it.
     #[arg(long)]
     pub no_verdict: bool,
+    /// Leave out of the HTML report what a ticket must not carry: source lines, host
+    /// names and executables' paths.
+    #[arg(long)]
+    pub redact: bool,
     /// Where to look for source files the debug information names but that are not at
     /// that path (repeatable; like gdb's `directory`).
     #[arg(long, value_name = "DIR")]

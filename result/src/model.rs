@@ -174,6 +174,17 @@ impl StrataResult {
         }
     }
 
+    /// The variables the user asked for (`--var`, loop counters), without those read for
+    /// the verdict only: what the renderings list.
+    pub fn asked_variables(&self) -> Vec<crate::variables::VariableReads> {
+        self.meta
+            .variables
+            .iter()
+            .filter(|v| !v.for_verdict)
+            .cloned()
+            .collect()
+    }
+
     pub fn tree(&self, kind: TreeKind) -> &PrefixTree<RankSet> {
         match kind {
             TreeKind::TwoD => &self.tree_2d,

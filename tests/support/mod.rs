@@ -51,6 +51,7 @@ pub fn assert_result_files(dir: &std::path::Path) {
         "tree-3d.dot",
         "tree-2d.dot",
         "stacks.folded",
+        "report.html",
     ] {
         let p = dir.join(f);
         assert!(

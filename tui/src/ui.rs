@@ -8,12 +8,12 @@
 
 use super::app::App;
 use super::keys::FOOTER;
-use super::view::NodeClass;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use strata_filters::NodeClass;
 use strata_result::render::label::{count_label, edge_label};
 use strata_result::render::text::path_tail;
 use strata_result::render::{frame_text, header_parts};

@@ -10,8 +10,8 @@
 use regex::Regex;
 use std::collections::HashSet;
 use strata_filters::{
-    EqClass, Frame, Granularity, NodeId, PrefixTree, RankSet, ViewOptions, equivalence_classes,
-    view_with_cut,
+    EqClass, Frame, Granularity, NodeClass, NodeId, PrefixTree, RankSet, ViewOptions,
+    equivalence_classes, node_classes, view_with_cut,
 };
 use strata_progress::order::ProgressOrder;
 use strata_result::annotation::Label;
@@ -44,15 +44,6 @@ impl ViewState {
             .unwrap_or(0);
         all[(i + 1) % all.len()]
     }
-}
-
-/// Which class a node belongs to, for its colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeClass {
-    /// Every task ending at or below the node is in this class (index into `classes`).
-    One(usize),
-    /// Tasks of several classes end below it.
-    Mixed,
 }
 
 /// A derived tree ready to show.
@@ -145,7 +136,7 @@ impl Display {
         progress: Option<&ProgressOrder>,
     ) -> Display {
         let classes = equivalence_classes(&tree);
-        let class_of = class_of(&tree, &classes);
+        let class_of = node_classes(&tree, &classes);
         let labels = progress.map(|p| p.node_labels(&tree));
         let children: Vec<Vec<NodeId>> = tree
             .node_ids()
@@ -357,32 +348,6 @@ fn subtree(tree: &PrefixTree<RankSet>, node: NodeId) -> PrefixTree<RankSet> {
         stack.extend(tree.node(src).children.iter().map(|&c| (c, dst)));
     }
     out
-}
-
-/// Per node, the single class whose tasks end at or below it, or `Mixed`. Each class marks
-/// the ancestors of its leaves, stopping where an ancestor is already marked by it or
-/// mixed (everything above is then too): O(nodes + leaves).
-fn class_of(tree: &PrefixTree<RankSet>, classes: &[EqClass<RankSet>]) -> Vec<NodeClass> {
-    let mut marks: Vec<Option<NodeClass>> = vec![None; tree.len()];
-    for (ci, class) in classes.iter().enumerate() {
-        for &leaf in &class.leaves {
-            let mut cur = Some(leaf);
-            while let Some(n) = cur {
-                let m = &mut marks[n.index()];
-                match *m {
-                    Some(NodeClass::One(c)) if c == ci => break,
-                    Some(NodeClass::Mixed) => break,
-                    Some(NodeClass::One(_)) => *m = Some(NodeClass::Mixed),
-                    None => *m = Some(NodeClass::One(ci)),
-                }
-                cur = tree.node(n).parent;
-            }
-        }
-    }
-    marks
-        .into_iter()
-        .map(|m| m.unwrap_or(NodeClass::Mixed))
-        .collect()
 }
 
 #[cfg(test)]

@@ -12,23 +12,7 @@ use strata_filters::taskset::format_set_shortened;
 /// The paragraph, rank lists shortened to `max_list` characters.
 pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> String {
     let mut out = String::new();
-    // An undecided answer says so once, in the title, and claims no confidence.
-    let (title, summary) = match d.kind {
-        Kind::NoHangSeen => (
-            format!("Why it hangs: no hang seen ({})", confidence(d.confidence)),
-            d.summary.as_str(),
-        ),
-        Kind::Undecided => (
-            "Why it hangs: not decided".to_string(),
-            d.summary
-                .strip_prefix("not decided: ")
-                .unwrap_or(&d.summary),
-        ),
-        _ => (
-            format!("Why it hangs ({})", confidence(d.confidence)),
-            d.summary.as_str(),
-        ),
-    };
+    let (title, summary) = title(d);
     out.push_str(&format!("{title}\n  {summary}.\n"));
     // A deadlock ring of thousands of ranks names each of them in `result.json`; on screen
     // the first few say where to look.
@@ -48,14 +32,45 @@ pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> Strin
         ));
     }
     out.push_str("  seen:\n");
-    for group in observations.groups() {
-        let ranks = format_set_shortened(&group.ranks, max_list);
-        out.push_str(&format!("    {}\n", seen_line(ranks, &group.state)));
+    for line in seen_lines(observations, max_list) {
+        out.push_str(&format!("    {line}\n"));
     }
     if let Some(would) = &d.would_decide {
         out.push_str(&format!("  would decide: {would}\n"));
     }
     out
+}
+
+/// The answer's title (`Why it hangs (likely)`, `Why it hangs: not decided`) and its one
+/// sentence, as the paragraph starts; the HTML report leads with the same words.
+pub fn title(d: &Decision) -> (String, &str) {
+    // An undecided answer says so once, in the title, and claims no confidence.
+    match d.kind {
+        Kind::NoHangSeen => (
+            format!("Why it hangs: no hang seen ({})", confidence(d.confidence)),
+            d.summary.as_str(),
+        ),
+        Kind::Undecided => (
+            "Why it hangs: not decided".to_string(),
+            d.summary
+                .strip_prefix("not decided: ")
+                .unwrap_or(&d.summary),
+        ),
+        _ => (
+            format!("Why it hangs ({})", confidence(d.confidence)),
+            d.summary.as_str(),
+        ),
+    }
+}
+
+/// One line per state the ranks were seen in (`[0-3] in MPI_Recv at ring.c:12, unchanged
+/// over 3 samples`), rank lists shortened to `max_list` characters.
+pub fn seen_lines(observations: &Observations, max_list: usize) -> Vec<String> {
+    observations
+        .groups()
+        .iter()
+        .map(|g| seen_line(format_set_shortened(&g.ranks, max_list), &g.state))
+        .collect()
 }
 
 fn confidence(c: Confidence) -> &'static str {

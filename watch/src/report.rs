@@ -47,7 +47,8 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 }
 
 /// Writes the report directory: the result files (with the progress order's
-/// `progress.txt` and `progress.json`, and the verdict in `result.json`), `summary.txt`,
+/// `progress.txt` and `progress.json`, the verdict in `result.json`, and `report.html`),
+/// `summary.txt`,
 /// `watch.json`.
 pub fn write(
     dir: &Path,
@@ -63,6 +64,14 @@ pub fn write(
     };
     let analyses = strata_result::annotation::Annotations(vec![&with_verdict, verdict]);
     strata_result::directory::write_all(result, dir, Some(&analyses))?;
+    let drawn = strata_report::Analyses {
+        verdict,
+        progress: Some(progress),
+    };
+    std::fs::write(
+        dir.join(strata_report::FILE),
+        strata_report::html(result, drawn, &strata_report::Options::default()),
+    )?;
     std::fs::write(
         dir.join("summary.txt"),
         summary(result, hang, progress, verdict),

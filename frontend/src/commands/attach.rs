@@ -220,7 +220,10 @@ pub fn run_request(
         show_args.progress = false;
     }
     let t = std::time::Instant::now();
-    let mut analyses = show(&assembled.result, &show_args)?;
+    let (mut analyses, html) = show(&assembled.result, &show_args)?;
+    if html.is_some() {
+        crate::commands::show::write_stdout(&analyses.html(&assembled.result))?;
+    }
     if progress_for_files {
         show_args.progress = true;
         analyses.progress = crate::commands::show::progress_order(&show_args, &assembled.result);

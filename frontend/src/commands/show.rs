@@ -59,6 +59,8 @@ pub fn color_on(choice: ColorArg, terminal: bool) -> bool {
 pub struct Analyses {
     pub progress: Option<strata_progress::order::ProgressOrder>,
     pub verdict: strata_verdict::Verdict,
+    /// How the HTML report is drawn: where the sources are, and `--redact`.
+    pub report: strata_report::Options,
 }
 
 impl Analyses {
@@ -80,13 +82,36 @@ impl Analyses {
                 verdict.decision.kind.as_str()
             );
         }
-        Analyses { progress, verdict }
+        let report = strata_report::Options {
+            redact: false,
+            source_dirs: source_dirs.to_vec(),
+        };
+        Analyses {
+            progress,
+            verdict,
+            report,
+        }
+    }
+
+    /// The HTML report of `result`.
+    pub fn html(&self, result: &StrataResult) -> String {
+        let drawn = strata_report::Analyses {
+            verdict: &self.verdict,
+            progress: self.progress.as_ref(),
+        };
+        strata_report::html(result, drawn, &self.report)
     }
 }
 
+/// The HTML report was asked for (`-f html`): the caller writes it where `-o` says, or
+/// on standard output.
+#[derive(Debug)]
+pub struct Html;
+
 /// Prints `result` on standard output as `args` say; returns the analyses it drew (the
-/// result files carry them too).
-pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure> {
+/// result files carry them too). For `-f html` nothing is printed: the caller writes
+/// [`Analyses::html`].
+pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<(Analyses, Option<Html>), Failure> {
     let (opts, kind) = view_options(args);
     let t = std::time::Instant::now();
     let progress = progress_order(args, result);
@@ -101,6 +126,11 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure>
         );
     }
     let format = match args.format.unwrap_or(FormatArg::Text) {
+        FormatArg::Html => {
+            let mut analyses = Analyses::new(result, progress, &args.source_dir);
+            analyses.report.redact = args.redact;
+            return Ok((analyses, Some(Html)));
+        }
         FormatArg::Text => Format::Text,
         FormatArg::Dot => Format::Dot,
         FormatArg::Json => Format::Json,
@@ -117,7 +147,8 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure>
             ..TextOptions::default()
         }
     };
-    let analyses = Analyses::new(result, progress, &args.source_dir);
+    let mut analyses = Analyses::new(result, progress, &args.source_dir);
+    analyses.report.redact = args.redact;
     let (progress, verdict) = (&analyses.progress, &analyses.verdict);
     let text = match (progress, format) {
         // The whole result for scripts, with the verdict's object.
@@ -140,7 +171,7 @@ pub fn show(result: &StrataResult, args: &ShowArgs) -> Result<Analyses, Failure>
         (_, Format::Dot | Format::Folded) => render::render(result, format, kind, opts, text_opts),
     };
     write_stdout(&text)?;
-    Ok(analyses)
+    Ok((analyses, None))
 }
 
 /// Writes `text` to standard output. A closed pipe (`strata ... | head`) is the reader's
@@ -178,12 +209,16 @@ pub fn write_files(
         drawn.push(p);
     }
     drawn.push(&analyses.verdict);
-    let written = output::write_all(result, dir, Some(&Annotations(drawn))).map_err(|e| {
+    let cannot = |e: std::io::Error| {
         Failure::new(
             Exit::BadInput,
             format!("cannot write result files to {}: {e}", dir.display()),
         )
-    })?;
+    };
+    let mut written = output::write_all(result, dir, Some(&Annotations(drawn))).map_err(cannot)?;
+    let report = dir.join(strata_report::FILE);
+    std::fs::write(&report, analyses.html(result)).map_err(cannot)?;
+    written.push(report);
     eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
     Ok(())
 }

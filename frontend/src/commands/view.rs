@@ -29,9 +29,34 @@ pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
         let last = strata_tui::run(result, Box::new(strata_tui::Saved), state, color)?;
         return Ok(Exit::of_result(&last));
     }
-    let analyses = show(&result, &args.show)?;
-    if let Some(dir) = args.output {
-        write_files(&result, &dir, &analyses)?;
+    let (analyses, html) = show(&result, &args.show)?;
+    match (html, args.output) {
+        // `-f html -o FILE`: the report alone, where asked.
+        (Some(_), Some(path)) => write_report(&result, &analyses, &path)?,
+        (Some(_), None) => super::show::write_stdout(&analyses.html(&result))?,
+        (None, Some(dir)) => write_files(&result, &dir, &analyses)?,
+        (None, None) => {}
     }
     Ok(Exit::of_result(&result))
+}
+
+/// Writes the HTML report to `path`, or to `report.html` in it when it is a directory.
+fn write_report(
+    result: &StrataResult,
+    analyses: &Analyses,
+    path: &std::path::Path,
+) -> Result<(), Failure> {
+    let path = if path.is_dir() {
+        path.join(strata_report::FILE)
+    } else {
+        path.to_path_buf()
+    };
+    std::fs::write(&path, analyses.html(result)).map_err(|e| {
+        Failure::new(
+            Exit::BadInput,
+            format!("cannot write the report to {}: {e}", path.display()),
+        )
+    })?;
+    eprintln!("strata: wrote the report to {}", path.display());
+    Ok(())
 }

@@ -135,6 +135,29 @@ impl SourceIndex {
         source.text.lines().nth(index).map(str::to_owned)
     }
 
+    /// The lines `line - context ..= line + context` of `file` (1-based, clipped to the
+    /// file), with the number of the first; None if unreadable or `line` is not in it.
+    pub fn lines_around(
+        &mut self,
+        file: &str,
+        line: u32,
+        context: u32,
+    ) -> Option<(u32, Vec<String>)> {
+        let source = self.load(file).ok()?;
+        if line == 0 || line > source.lines {
+            return None;
+        }
+        let first = line.saturating_sub(context).max(1);
+        let lines = source
+            .text
+            .lines()
+            .skip(first as usize - 1)
+            .take((line + context - first + 1) as usize)
+            .map(str::to_owned)
+            .collect();
+        Some((first, lines))
+    }
+
     fn load(&mut self, file: &str) -> Result<&mut SourceFile, SourceError> {
         let search_dirs = &self.search_dirs;
         self.files

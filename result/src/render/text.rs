@@ -106,13 +106,7 @@ pub fn render_annotated(
         text.max_classes,
         text.width,
     ));
-    let asked: Vec<crate::variables::VariableReads> = result
-        .meta
-        .variables
-        .iter()
-        .filter(|v| !v.for_verdict)
-        .cloned()
-        .collect();
+    let asked = result.asked_variables();
     if !asked.is_empty() {
         out.push('\n');
         out.push_str(&crate::variables::text(&asked, max_list));
