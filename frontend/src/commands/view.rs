@@ -17,11 +17,13 @@ pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
         && std::io::stdout().is_terminal();
     if interactive {
         if let Some(dir) = &args.output {
-            let analyses = Analyses::new(
+            let mut analyses = Analyses::new(
                 &result,
                 progress_order(&args.show, &result),
                 &args.show.source_dir,
             );
+            // --redact holds for the report in the files as for `-f html`.
+            analyses.report.redact = args.show.redact;
             write_files(&result, dir, &analyses)?;
         }
         let state = crate::commands::show::view_state(&args.show);
