@@ -128,7 +128,10 @@ impl ReportData {
             .groups()
             .iter()
             .map(|g| format_set(&g.ranks))
-            .zip(strata_verdict::text::seen_lines(observations, 160))
+            .zip(strata_verdict::text::seen_lines(
+                observations,
+                strata_verdict::text::PROSE_LIST,
+            ))
             .collect();
         ReportData {
             strings: strings.list,

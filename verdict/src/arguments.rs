@@ -13,9 +13,9 @@
 //! job rank; on any other, membership lives inside the MPI library and the peer's job rank
 //! is unknown until a producer says it ([`Communicator::Members`]).
 
+use crate::prose::rank_list;
 use serde::Serialize;
 use strata_filters::RankSet;
-use strata_filters::taskset::format_set;
 
 /// A peer argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,7 +94,7 @@ impl Communicator {
             Communicator::Itself => "MPI_COMM_SELF".to_string(),
             Communicator::Members(m) => {
                 let set: RankSet = m.iter().copied().collect();
-                format!("a communicator of ranks [{}]", format_set(&set))
+                format!("a communicator of ranks [{}]", rank_list(&set))
             }
             Communicator::Other(what) => format!("communicator {what}"),
             Communicator::Unknown(why) => format!("an unknown communicator ({why})"),
@@ -222,7 +222,7 @@ impl Requests {
                         _ => None,
                     })
                     .collect();
-                format_set(&set)
+                rank_list(&set)
             };
             format!(
                 "{} requests: receives from ranks [{}], sends to ranks [{}] (ranks of their \

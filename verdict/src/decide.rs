@@ -39,8 +39,8 @@ use crate::describe::{doing, seen_line};
 use crate::graph::WaitFor;
 use crate::observe::{Motion, Observations, RankState};
 use crate::proof::from_graph;
+use crate::prose::rank_list;
 use crate::role::{Role, role};
-use strata_filters::taskset::format_set;
 use strata_filters::{RankSet, TaskSet};
 
 struct Ranked<'a> {
@@ -272,7 +272,7 @@ fn decide_on(
             "ranks wait in different collectives or have finished: {}",
             groups
                 .iter()
-                .map(|g| format!("[{}] {}", format_set(&g.ranks), doing(g.state).0))
+                .map(|g| format!("[{}] {}", rank_list(&g.ranks), doing(g.state).0))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -354,7 +354,7 @@ fn least_progressed(
 fn evidence(groups: &[Ranked]) -> Vec<String> {
     groups
         .iter()
-        .map(|g| seen_line(format_set(&g.ranks), g.state))
+        .map(|g| seen_line(rank_list(&g.ranks), g.state))
         .collect()
 }
 
@@ -364,9 +364,9 @@ fn ranks_phrase(groups: &[&Ranked]) -> String {
         all.union_with(&g.ranks);
     }
     if all.count() == 1 {
-        format!("rank {}", format_set(&all))
+        format!("rank {}", rank_list(&all))
     } else {
-        format!("ranks [{}]", format_set(&all))
+        format!("ranks [{}]", rank_list(&all))
     }
 }
 

@@ -27,6 +27,7 @@
 
 use crate::arguments::{Arguments, CallArguments, Communicator, Origin, Peer, Requests};
 use crate::observe::{Observations, RankState};
+use crate::prose::rank_list;
 use crate::role::{Role, role};
 use crate::signature::signature;
 use serde::Serialize;
@@ -143,7 +144,7 @@ impl<'o> WaitFor<'o> {
     pub fn first_unknown(&self) -> Option<String> {
         self.nodes.iter().find_map(|n| match &n.wait {
             Wait::Unknown(why) if n.state.activity.call().is_some() => {
-                Some(format!("[{}] {why}", format_set(&n.ranks)))
+                Some(format!("[{}] {why}", rank_list(&n.ranks)))
             }
             _ => None,
         })
@@ -161,7 +162,7 @@ impl<'o> WaitFor<'o> {
                 let call = n.state.activity.call().map_or("?", |c| c.name.as_str());
                 format!(
                     "[{}] wait in {call} on {}, whose members are not known",
-                    format_set(&n.ranks),
+                    rank_list(&n.ranks),
                     comm.describe()
                 )
             })

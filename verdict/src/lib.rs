@@ -40,6 +40,7 @@ pub mod graph;
 pub mod mpi_call;
 pub mod observe;
 mod proof;
+mod prose;
 mod role;
 pub mod signature;
 pub mod text;
@@ -48,6 +49,7 @@ use arguments::Arguments;
 use decide::Kind;
 use graph::WaitFor;
 use observe::{Observations, StateFile};
+use prose::rank_list;
 use strata_filters::{PrefixTree, RankSet};
 use strata_model::RuntimeModel;
 use strata_progress::order::ProgressOrder;
@@ -212,7 +214,7 @@ fn agreement(decision: &decide::Decision, ranks: &RankSet, label: &str) -> Strin
         .iter()
         .map(|c| &c.set)
         .fold(RankSet::new(), |a, b| &a | b);
-    let set = strata_filters::taskset::format_set(ranks);
+    let set = rank_list(ranks);
     if !named.is_empty() && ranks.is_subset(&named) {
         format!("their MPI histories agree: [{set}] made the least progress ({label})")
     } else {

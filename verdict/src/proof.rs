@@ -6,8 +6,8 @@ use crate::answer::{Confidence, Culprit, Decision, Kind};
 use crate::arguments::Origin;
 use crate::describe::doing_with_peers;
 use crate::graph::{Wait, WaitFor};
+use crate::prose::rank_list;
 use crate::role::{Role, role};
-use strata_filters::taskset::format_set;
 use strata_filters::{RankSet, TaskSet};
 
 /// What the wait-for graph proves, if anything: a cycle of point-to-point waits (a
@@ -133,8 +133,8 @@ fn stuck_edges(g: &WaitFor) -> Vec<String> {
             };
             Some(format!(
                 "wait-for: [{}] waits for {how} [{}]",
-                format_set(&n.ranks),
-                format_set(targets)
+                rank_list(&n.ranks),
+                rank_list(targets)
             ))
         })
         .collect();
@@ -171,9 +171,9 @@ fn node_phrase(g: &WaitFor, i: usize) -> String {
     let at = at.map(|p| format!(" at {}", p.short())).unwrap_or_default();
     let set = &n.ranks;
     let ranks = if set.count() == 1 {
-        format!("rank {}", format_set(set))
+        format!("rank {}", rank_list(set))
     } else {
-        format!("ranks [{}]", format_set(set))
+        format!("ranks [{}]", rank_list(set))
     };
     format!("{ranks} {what}{at}")
 }
@@ -184,9 +184,9 @@ fn nodes_phrase(g: &WaitFor, nodes: &[usize]) -> String {
         all.union_with(&g.nodes[i].ranks);
     }
     if all.count() == 1 {
-        format!("rank {}", format_set(&all))
+        format!("rank {}", rank_list(&all))
     } else {
-        format!("ranks [{}]", format_set(&all))
+        format!("ranks [{}]", rank_list(&all))
     }
 }
 

@@ -7,7 +7,12 @@
 use crate::decide::{Confidence, Decision, Kind};
 use crate::describe::seen_line;
 use crate::observe::Observations;
+use crate::prose::rank_list_within;
 use strata_filters::taskset::format_set_shortened;
+
+/// How long a rank list the verdict's sentences write out (then cut, with its size):
+/// [`seen_lines`] given it words its lines as the evidence does.
+pub const PROSE_LIST: usize = crate::prose::MAX_IN_PROSE;
 
 /// The paragraph, rank lists shortened to `max_list` characters.
 pub fn text(observations: &Observations, d: &Decision, max_list: usize) -> String {
@@ -69,7 +74,7 @@ pub fn seen_lines(observations: &Observations, max_list: usize) -> Vec<String> {
     observations
         .groups()
         .iter()
-        .map(|g| seen_line(format_set_shortened(&g.ranks, max_list), &g.state))
+        .map(|g| seen_line(rank_list_within(&g.ranks, max_list), &g.state))
         .collect()
 }
 
