@@ -547,6 +547,11 @@ pub struct BenchArgs {
     /// as STAT did before the 208K paper: the baseline whose cost grows with the job.
     #[arg(long)]
     pub dense: bool,
+    /// Also write the result directory here, as `strata attach -o` does (result.json,
+    /// the tree files, report.html): a big result to open, at scales no machine has
+    /// ranks for. Not with `--dense`.
+    #[arg(long, value_name = "DIR", conflicts_with = "dense")]
+    pub output: Option<PathBuf>,
 }
 
 /// The hidden role: `count` emulated daemons from `first` on.

@@ -232,18 +232,24 @@ pub fn run_request(
     hints(&assembled, req.sampling.threads);
     // With --json, stdout stays one JSON document: the stacks go to stderr.
     let unknown_rank = print_stacks(&req.stacks_of, &gathered.stacks, &assembled, !args.json)?;
-    if !args.no_files {
+    let written = if args.no_files {
+        None
+    } else {
         let dir = args
             .output
             .clone()
             .unwrap_or_else(|| output::default_dir(&assembled.result));
-        write_files(&assembled.result, &dir, &analyses)?;
-    }
+        Some(write_files(&assembled.result, &dir, &analyses)?)
+    };
     if std::env::var_os("STRATA_TIMINGS").is_some() {
         let mut phases = vec![("job lookup", lookup)];
         phases.extend(gathered.timings.iter().cloned());
         phases.push(("remap and assemble", remapped));
         phases.push(("render", rendered));
+        if let Some(w) = written {
+            phases.push(("result files", w.files));
+            phases.push(("report.html", w.report));
+        }
         for (phase, d) in phases {
             eprintln!("strata: timing: {phase}: {:.1} ms", d.as_secs_f64() * 1e3);
         }

@@ -31,8 +31,10 @@ use strata_proto::overlay::{
 };
 
 use crate::cli::{BenchArgs, EmulatorArgs, SynthArgs};
+use crate::commands::show::{Analyses, write_files};
 use crate::exit::Exit;
 use crate::failure::Failure;
+use strata_session::assemble::assemble;
 use strata_session::root::{self as session, Outcome, Plan};
 
 /// Starts commnodes like the local launcher, and the emulated daemons as `emulators`
@@ -133,6 +135,14 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         args.emulators.min(params.daemons),
         topology.describe()
     );
+    let sample = Sample {
+        samples: params.samples,
+        interval_us: 0,
+        jitter: 0.0,
+        threads: false,
+        max_frames: 0,
+        dense: args.dense,
+    };
     let plan = Plan {
         topology: topology.clone(),
         setup: Setup {
@@ -143,14 +153,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
             debug_cache: None,
             debug_cache_shared: false,
         },
-        sample: Sample {
-            samples: params.samples,
-            interval_us: 0,
-            jitter: 0.0,
-            threads: false,
-            max_frames: 0,
-            dense: args.dense,
-        },
+        sample: sample.clone(),
         stacks_of: vec![],
         connect_timeout: Duration::from_secs(120),
         progress: false,
@@ -201,6 +204,11 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
     let shown = view(&tree_3d, ViewOptions::default());
     let classes = equivalence_classes(&shown);
     let viewed = t.elapsed();
+
+    let output = match &args.output {
+        Some(dir) => write_output(dir, &gathered, &sample)?,
+        None => serde_json::Value::Null,
+    };
 
     let mut levels: Vec<serde_json::Value> = Vec::new();
     for level in 1..=topology.depth() {
@@ -262,6 +270,7 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         },
         "classes": classes.len(),
         "nodes_3d": tree_3d.len(),
+        "output": output,
     });
     let text = serde_json::to_string_pretty(&report).map_err(Failure::internal)?;
     println!("{text}");
@@ -304,6 +313,40 @@ pub fn run(args: BenchArgs) -> Result<Exit, Failure> {
         eprintln!("strata bench: check passed: merged 2D and 3D trees equal the direct ones");
     }
     Ok(Exit::Complete)
+}
+
+/// `--output DIR`: the result directory `strata attach` would write for this job, and what
+/// each step of it cost (the same steps as attach's, after the measured session).
+fn write_output(
+    dir: &std::path::Path,
+    gathered: &strata_session::root::Gathered,
+    sample: &Sample,
+) -> Result<serde_json::Value, Failure> {
+    let job = strata_result::JobInfo {
+        id: "bench".into(),
+        resource_manager: "bench".into(),
+        step: None,
+        launcher_pid: None,
+    };
+    let t = Instant::now();
+    let assembled = assemble(job, &gathered.rank_map, &gathered.sampled, sample)?;
+    let assembled_in = t.elapsed();
+    let t = Instant::now();
+    let analyses = Analyses::new(&assembled.result, None, &[]);
+    let verdict_in = t.elapsed();
+    let written = write_files(&assembled.result, dir, &analyses)?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Ok(serde_json::json!({
+        "dir": dir.display().to_string(),
+        "ms": {
+            "assemble": ms(assembled_in),
+            "verdict": ms(verdict_in),
+            "result_files": ms(written.files),
+            "report_html": ms(written.report),
+        },
+        "report_html_bytes": written.report_bytes,
+        "verdict": analyses.verdict.decision.kind.as_str(),
+    }))
 }
 
 /// The merged trees in rank order, as the root builds them, and the time to take them from

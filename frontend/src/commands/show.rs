@@ -188,6 +188,17 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
     }
 }
 
+/// What writing a result directory cost: `strata attach` prints it under
+/// `STRATA_TIMINGS`, `strata bench --output` reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Written {
+    /// result.json, the tree files and the texts.
+    pub files: std::time::Duration,
+    /// Drawing and writing report.html.
+    pub report: std::time::Duration,
+    pub report_bytes: usize,
+}
+
 /// Writes the result directory and says where on stderr. `result.json` carries the verdict;
 /// with a progress order, its labels go into the tree files and
 /// `progress.txt`/`progress.json` are added.
@@ -195,7 +206,7 @@ pub fn write_files(
     result: &StrataResult,
     dir: &std::path::Path,
     analyses: &Analyses,
-) -> Result<(), Failure> {
+) -> Result<Written, Failure> {
     // progress.json carries the verdict too: a script reading the order reads the answer.
     let progress = analyses
         .progress
@@ -215,12 +226,21 @@ pub fn write_files(
             format!("cannot write result files to {}: {e}", dir.display()),
         )
     };
+    let t = std::time::Instant::now();
     let mut written = output::write_all(result, dir, Some(&Annotations(drawn))).map_err(cannot)?;
+    let files = t.elapsed();
+    let t = std::time::Instant::now();
     let report = dir.join(strata_report::FILE);
-    std::fs::write(&report, analyses.html(result)).map_err(cannot)?;
+    let html = analyses.html(result);
+    std::fs::write(&report, &html).map_err(cannot)?;
     written.push(report);
+    let cost = Written {
+        files,
+        report: t.elapsed(),
+        report_bytes: html.len(),
+    };
     eprintln!("strata: wrote {} files to {}", written.len(), dir.display());
-    Ok(())
+    Ok(cost)
 }
 
 fn terminal_width() -> Option<usize> {

@@ -36,7 +36,9 @@ pub fn run(args: ViewArgs) -> Result<Exit, Failure> {
         // `-f html -o FILE`: the report alone, where asked.
         (Some(_), Some(path)) => write_report(&result, &analyses, &path)?,
         (Some(_), None) => super::show::write_stdout(&analyses.html(&result))?,
-        (None, Some(dir)) => write_files(&result, &dir, &analyses)?,
+        (None, Some(dir)) => {
+            write_files(&result, &dir, &analyses)?;
+        }
         (None, None) => {}
     }
     Ok(Exit::of_result(&result))
