@@ -237,3 +237,63 @@ fn view_writes_the_report_where_asked_and_redacts_on_request() {
         "no source snippet of the ring in the report"
     );
 }
+
+/// A wide tree (a node with more branches than the page draws at once), from `strata bench
+/// --output`: every node is placed (no NaN), the view opens readable rather than fitted to
+/// a line of dots, and "+N more branches" draws the next ones.
+#[test]
+fn a_wide_trees_report_places_every_node_and_shows_more_on_click() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result");
+    let (code, stdout, stderr) = parts(&strata(&[
+        "bench",
+        "--daemons",
+        "2",
+        "--tasks-per-daemon",
+        "100",
+        "--eqclasses",
+        "2",
+        "--noise",
+        "0.9",
+        "--emulators",
+        "1",
+        "--output",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let bench: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(bench["output"]["report_html_bytes"].as_u64().unwrap() > 0);
+    let b = Browser::start();
+    b.open(&format!("file://{}", out.join("report.html").display()));
+    let placed = b.run(
+        "return [...document.querySelectorAll('#graph g.node, #graph g.viewport')]\
+         .map(n => n.getAttribute('transform')).filter(t => t.includes('NaN'));",
+        json!([]),
+    );
+    assert_eq!(placed, json!([]), "nodes without a place");
+    let scale = b.run(
+        "return +document.querySelector('#graph g.viewport').getAttribute('transform')\
+         .match(/scale\\(([^)]+)\\)/)[1];",
+        json!([]),
+    );
+    assert!(scale.as_f64().unwrap() >= 0.5, "first view scale {scale}");
+    let before = node_count(&b);
+    let more = b.find("#graph g.node.more");
+    let label = b.run("return arguments[0].textContent;", json!([more]));
+    assert!(
+        label.as_str().unwrap().contains("more branches"),
+        "{label}"
+    );
+    b.run(
+        "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}));",
+        json!([more]),
+    );
+    let after = node_count(&b);
+    assert!(after > before, "{before} nodes, then {after}");
+    let bad: Vec<_> = b
+        .console()
+        .into_iter()
+        .filter(|(level, _)| level == "SEVERE" || level == "WARNING")
+        .collect();
+    assert!(bad.is_empty(), "console: {bad:?}");
+}

@@ -95,7 +95,8 @@
       for (const c of kids.slice(0, limit)) item.kids.push(visit(c, depth + 1, item));
       if (kids.length > limit) {
         const t = "+" + (kids.length - limit) + " more branches";
-        const more = { i: -1, of: i, depth: depth + 1, text: t, w: t.length * CHAR + 20, kids: [], parent: item };
+        const w = t.length * CHAR + 20;
+        const more = { i: -1, of: i, depth: depth + 1, text: t, w, sw: w, kids: [], parent: item };
         items.push(more);
         item.kids.push(more);
       }
@@ -175,7 +176,7 @@
       }
     }
     current = { k, v, st, lay, svg, g, byNode };
-    if (!st.t) fit(); else apply();
+    if (!st.t) firstView(); else apply();
     if (focus !== undefined && focus >= 0) {
       const e = graph.querySelector(`g.node[data-i="${focus}"]`);
       if (e) { ensureVisible(focus); e.focus({ preventScroll: true }); }
@@ -188,6 +189,17 @@
     const W = graph.clientWidth || 800, H = graph.clientHeight || 500, lay = current.lay;
     const k = Math.min(1, (W - 20) / (lay.width + 20), (H - 20) / (lay.height + 20));
     current.st.t = { k, x: (W - lay.width * k) / 2, y: 16 };
+    apply();
+  }
+  // A tree too wide to fit readably opens at a readable scale with its root centred
+  // (drag or "fit" for the rest): a fitted million-rank tree would be a line of dots.
+  const MIN_FIRST_SCALE = 0.6;
+  function firstView() {
+    const W = graph.clientWidth || 800, H = graph.clientHeight || 500, lay = current.lay;
+    const fitted = Math.min(1, (W - 20) / (lay.width + 20), (H - 20) / (lay.height + 20));
+    if (fitted >= MIN_FIRST_SCALE) { fit(); return; }
+    const root = lay.items[0], k = MIN_FIRST_SCALE;
+    current.st.t = { k, x: W / 2 - root.x * k, y: 16 };
     apply();
   }
   function zoom(f, cx, cy) {

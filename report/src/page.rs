@@ -14,6 +14,10 @@ const SCRIPT: &str = include_str!("../assets/report.js");
 const MAX_CLASS_ROWS: usize = 1_000;
 /// Rank lists in the static sections are shortened to this many characters.
 const MAX_LIST: usize = 160;
+/// Most culprit groups, evidence and seen lines listed in the verdict: a fragmented job
+/// can have thousands, and the verdict must stay above the fold's reach. result.json and
+/// the classes table have the rest.
+const MAX_VERDICT_ITEMS: usize = 20;
 
 /// The whole document.
 pub fn render(
@@ -109,7 +113,7 @@ fn verdict_section(analyses: Analyses, data: &ReportData) -> String {
     );
     if !d.culprits.is_empty() {
         s.push_str("<h3>Ranks to debug</h3><ul class=\"culprits\">");
-        for c in &d.culprits {
+        for c in d.culprits.iter().take(MAX_VERDICT_ITEMS) {
             let at =
                 c.at.as_ref()
                     .map(|p| format!(" at {}", escape(&p.short())))
@@ -127,13 +131,15 @@ fn verdict_section(analyses: Analyses, data: &ReportData) -> String {
                 escape(&c.doing)
             ));
         }
+        s.push_str(&more_items(d.culprits.len(), "groups of ranks"));
         s.push_str("</ul>");
     }
     if !d.evidence.is_empty() {
         s.push_str("<h3>Evidence</h3><ul class=\"evidence\">");
-        for e in &d.evidence {
+        for e in d.evidence.iter().take(MAX_VERDICT_ITEMS) {
             s.push_str(&format!("<li>{}</li>", escape(e)));
         }
+        s.push_str(&more_items(d.evidence.len(), "lines of evidence"));
         s.push_str("</ul>");
     }
     if let Some(would) = &d.would_decide {
@@ -145,13 +151,26 @@ fn verdict_section(analyses: Analyses, data: &ReportData) -> String {
     // The states seen, unless the evidence already says each of them.
     if data.seen.iter().any(|(_, line)| !d.evidence.contains(line)) {
         s.push_str("<h3>Seen</h3><ul class=\"seen\">");
-        for (_, line) in &data.seen {
+        for (_, line) in data.seen.iter().take(MAX_VERDICT_ITEMS) {
             s.push_str(&format!("<li>{}</li>", escape(line)));
         }
+        s.push_str(&more_items(data.seen.len(), "states"));
         s.push_str("</ul>");
     }
     s.push_str("</section>");
     s
+}
+
+/// The last item of a list cut at [`MAX_VERDICT_ITEMS`]: how many more, and where they are.
+fn more_items(total: usize, what: &str) -> String {
+    if total <= MAX_VERDICT_ITEMS {
+        return String::new();
+    }
+    format!(
+        "<li class=\"note\">{} more {what}: result.json lists them all, the classes \
+         table their paths</li>",
+        total - MAX_VERDICT_ITEMS
+    )
 }
 
 fn tree_section() -> String {
