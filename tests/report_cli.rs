@@ -148,6 +148,31 @@ fn a_hung_rings_report_answers_clicks_and_keys_in_a_real_browser() {
         stack.contains("main"),
         "the rank's stack has no main: {stack}"
     );
+    // Each source line at the start of a line of its own, below the one before (the
+    // highlighted line once pushed the next one off to its right).
+    let places = b.run(
+        "return [...document.querySelectorAll('#stack pre.snippet')].map(p => \
+         [...p.querySelectorAll('span')].map(s => { \
+           const r = s.getBoundingClientRect(); return [r.left, r.top]; }));",
+        json!([]),
+    );
+    let places = places.as_array().unwrap();
+    assert!(
+        !places.is_empty(),
+        "no source snippet in the stack: {stack}"
+    );
+    for snippet in places {
+        let p: Vec<(f64, f64)> = snippet
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap()))
+            .collect();
+        let laid_out = p
+            .windows(2)
+            .all(|w| w[1].1 > w[0].1 && (w[1].0 - p[0].0).abs() < 1.0);
+        assert!(laid_out, "source lines out of place (left, top): {p:?}");
+    }
     assert!(
         stack.contains("MPI_"),
         "the rank's stack has no MPI call: {stack}"
@@ -280,10 +305,7 @@ fn a_wide_trees_report_places_every_node_and_shows_more_on_click() {
     let before = node_count(&b);
     let more = b.find("#graph g.node.more");
     let label = b.run("return arguments[0].textContent;", json!([more]));
-    assert!(
-        label.as_str().unwrap().contains("more branches"),
-        "{label}"
-    );
+    assert!(label.as_str().unwrap().contains("more branches"), "{label}");
     b.run(
         "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}));",
         json!([more]),

@@ -337,8 +337,10 @@
     pre.setAttribute("aria-label", s.file + " around line " + s.line);
     s.lines.forEach((line, j) => {
       const n = s.first + j;
-      const span = h("span", String(n).padStart(5) + "  " + line + "\n", n === s.line ? "hit" : undefined);
-      pre.appendChild(span);
+      // The newline stays outside the span: inside the highlighted inline-block it would
+      // take the next line's place.
+      pre.appendChild(h("span", String(n).padStart(5) + "  " + line, n === s.line ? "hit" : undefined));
+      pre.appendChild(document.createTextNode("\n"));
     });
     return pre;
   }
