@@ -213,8 +213,8 @@ impl ViewData {
     }
 }
 
-/// Every node, depth first from the root, siblings in the terminal's order: least
-/// progressed first (unlabelled after), then by lowest rank, larger first on ties.
+/// Every node, depth first from the root, siblings in every view's order
+/// ([`strata_result::siblings::sorted_children`]).
 pub fn display_order(
     tree: &PrefixTree<RankSet>,
     labels: Option<&[Option<strata_result::annotation::Label>]>,
@@ -223,15 +223,7 @@ pub fn display_order(
     let mut stack = vec![NodeId::ROOT];
     while let Some(n) = stack.pop() {
         order.push(n);
-        let mut children = tree.node(n).children.clone();
-        children.sort_by_key(|&c| {
-            let t = &tree.node(c).tasks;
-            let label = labels.map(|l| {
-                let l = l[c.index()].as_ref();
-                (l.is_none(), l.cloned())
-            });
-            (label, t.min(), std::cmp::Reverse(t.count()))
-        });
+        let children = strata_result::siblings::sorted_children(tree, n, labels);
         stack.extend(children.iter().rev());
     }
     order

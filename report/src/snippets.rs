@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use strata_filters::Frame;
 use strata_progress::source::SourceIndex;
 
+use crate::escape::cut;
+
 /// Lines shown before and after a frame's line.
 pub const CONTEXT: u32 = 4;
 /// Most snippets in one report: a tree of thousands of distinct lines keeps the page small
@@ -68,7 +70,7 @@ impl Snippets {
                     file: shown,
                     line,
                     first,
-                    lines: lines.into_iter().map(shorten).collect(),
+                    lines: lines.iter().map(|l| cut(l, MAX_LINE)).collect(),
                 });
                 (self.list.len() - 1) as u32
             });
@@ -82,12 +84,5 @@ impl Snippets {
 
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
-    }
-}
-
-fn shorten(line: String) -> String {
-    match line.char_indices().nth(MAX_LINE) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line,
     }
 }

@@ -2,7 +2,7 @@
 //! a screen reader and `pdftotext` read): rank groups on a circle, an arrow from the
 //! waiting ranks to the ranks they wait for, stuck waits drawn thick and said so.
 
-use crate::escape::escape;
+use crate::escape::{cut, escape};
 use strata_verdict::graph::GraphFile;
 
 /// Most groups drawn; a larger graph is listed only (a circle of hundreds is unreadable).
@@ -130,7 +130,7 @@ fn svg(graph: &GraphFile, groups: &[&str]) -> String {
     }
     for (i, g) in groups.iter().enumerate() {
         let (x, y) = at(i);
-        let text = shortened(g, 24);
+        let text = cut(g, 24);
         let width = 16.0 + 7.5 * text.chars().count() as f64 + 2.0;
         s.push_str(&format!(
             "<g class=\"wnode\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"24\" \
@@ -143,11 +143,4 @@ fn svg(graph: &GraphFile, groups: &[&str]) -> String {
     }
     s.push_str("</svg>");
     s
-}
-
-fn shortened(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-        None => s.to_string(),
-    }
 }

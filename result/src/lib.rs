@@ -16,6 +16,7 @@ pub mod example;
 pub mod model;
 pub mod pmpi;
 pub mod render;
+pub mod siblings;
 pub mod variables;
 
 pub use model::*;

@@ -140,19 +140,7 @@ impl Display {
         let labels = progress.map(|p| p.node_labels(&tree));
         let children: Vec<Vec<NodeId>> = tree
             .node_ids()
-            .map(|id| {
-                let mut c = tree.node(id).children.clone();
-                c.sort_by_key(|&n| {
-                    let t = &tree.node(n).tasks;
-                    // With the progress order: least progressed first, unordered last.
-                    let label = labels.as_ref().map(|l| {
-                        let l = l[n.index()].as_ref();
-                        (l.is_none(), l.cloned())
-                    });
-                    (label, t.min(), std::cmp::Reverse(t.len()))
-                });
-                c
-            })
+            .map(|id| strata_result::siblings::sorted_children(&tree, id, labels.as_deref()))
             .collect();
         let mut order = Vec::with_capacity(tree.len());
         let mut stack: Vec<NodeId> = children[0].iter().rev().copied().collect();

@@ -133,26 +133,7 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn sorted_children(&self, id: NodeId) -> Vec<NodeId> {
-        let mut c = self.tree.node(id).children.clone();
-        if let Some(labels) = self.labels {
-            // Least progressed first; unlabelled (unordered) branches after, in rank order.
-            c.sort_by_key(|&n| {
-                (
-                    labels[n.index()].is_none(),
-                    labels[n.index()].clone(),
-                    self.tree.node(n).tasks.min(),
-                )
-            });
-            return c;
-        }
-        // Rank order of the first member reads naturally and is stable across runs.
-        c.sort_by_key(|&n| {
-            (
-                self.tree.node(n).tasks.min(),
-                std::cmp::Reverse(self.tree.node(n).tasks.len()),
-            )
-        });
-        c
+        crate::siblings::sorted_children(self.tree, id, self.labels)
     }
 
     fn line(&mut self, prefix: &str, id: NodeId) {
